@@ -1,0 +1,3 @@
+from mcp_harness.cli import main
+
+raise SystemExit(main())

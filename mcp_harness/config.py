@@ -1,0 +1,114 @@
+"""Settings: a TOML file, then `MCP_HARNESS_*` environment variables, then command-line flags, validated once.
+
+Every setting is documented in `config.example.toml`; a key this model does not know is refused with the list of
+known keys, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mcp_harness.errors import BadRequest
+
+DEFAULT_HTTP = "127.0.0.1:8765"
+
+
+class AgentSettings(BaseModel):
+    """The default agent, created from these values on first use."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "assistant"
+    system_prompt: str = "You are a careful assistant. Keep notes in your memory and check your work."
+    model_provider: str = "scripted"
+    model: str = "scripted"
+    reasoning_level: str | None = None
+    tools: list[str] | None = None
+
+
+class ServerSettings(BaseModel):
+    """Transport settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    http: str = DEFAULT_HTTP
+    """HOST:PORT for `serve --http` when no address is given."""
+    tokens: list[str] = Field(default_factory=list)
+    """Bearer tokens accepted on HTTP; required for any bind that is not loopback."""
+    max_body_bytes: int = 4 * 1024 * 1024
+    """Largest HTTP request body accepted."""
+
+
+class Settings(BaseModel):
+    """All settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data_dir: Path = Field(default_factory=lambda: default_data_dir())
+    log_level: str = "WARNING"
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+
+
+def default_data_dir() -> Path:
+    """The per-user data directory: `$XDG_DATA_HOME/mcp-harness`, or the platform's equivalent."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "mcp-harness"
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "mcp-harness"
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "mcp-harness"
+
+
+_ENV: dict[str, tuple[str, ...]] = {
+    "MCP_HARNESS_DATA_DIR": ("data_dir",),
+    "MCP_HARNESS_LOG_LEVEL": ("log_level",),
+    "MCP_HARNESS_AGENT": ("agent", "name"),
+    "MCP_HARNESS_MODEL_PROVIDER": ("agent", "model_provider"),
+    "MCP_HARNESS_MODEL": ("agent", "model"),
+    "MCP_HARNESS_HTTP": ("server", "http"),
+    "MCP_HARNESS_HTTP_TOKENS": ("server", "tokens"),
+}
+
+
+def _put(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for key in path[:-1]:
+        data = data.setdefault(key, {})
+    data[path[-1]] = value
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from the file (or `MCP_HARNESS_CONFIG`), the environment, then `overrides` (flags).
+
+    Raises:
+        BadRequest: the file is unreadable or invalid, or a value fails validation.
+    """
+    data: dict[str, Any] = {}
+    path = config_file or (Path(os.environ["MCP_HARNESS_CONFIG"]) if os.environ.get("MCP_HARNESS_CONFIG") else None)
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise BadRequest(f"Cannot read config file {path}: {exc.strerror}.") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise BadRequest(f"Config file {path} is not valid TOML: {exc}.") from exc
+    for name, target in _ENV.items():
+        value = os.environ.get(name)
+        if value:
+            _put(data, target, [t for t in value.split(",") if t] if name.endswith("TOKENS") else value)
+    for key, value in overrides.items():
+        if value is not None:
+            _put(data, tuple(key.split(".")), value)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors(include_url=False)
+        )
+        raise BadRequest(f"Invalid configuration: {problems}. See config.example.toml for every setting.") from exc

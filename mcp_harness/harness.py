@@ -1,0 +1,206 @@
+"""The composition root: opens the store once and hands services to the verbs, the server and the CLI.
+
+`invoke` is the one code path for a verb call, whoever the actor is: validate against the contract, log the
+`tool_call`, run the verb, log the `tool_result`. Synchronous verbs (memory, introspection, plan) run on one worker
+thread end to end, so a call costs a single hop off the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from mcp_harness.config import Settings
+from mcp_harness.definition import AgentDefinition, normalize_definition
+from mcp_harness.errors import BadRequest, HarnessError
+from mcp_harness.space.memory import MemoryStore
+from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
+from mcp_harness.store._util import new_id
+from mcp_harness.store.sessions import Actor, SessionKind
+from mcp_harness.tools import plan as plan_verb
+from mcp_harness.tools import read as read_verb
+from mcp_harness.tools import write as write_verb
+from mcp_harness.tools._unsupported import not_in_this_build
+from mcp_harness.tools.base import VerbContext, VerbResult
+from mcp_harness.tools.contracts import VERBS, input_errors
+
+logger = logging.getLogger(__name__)
+
+LOCAL_ACCOUNT = "local"
+LEGACY_PUBLISH_NAMES = ("publish", "write", "memory_publish_document", "ipfs_write", "attachment_to_ipfs")
+
+SyncVerb = Callable[[VerbContext, dict[str, Any]], VerbResult]
+
+
+def _not_yet(kind: str) -> SyncVerb:
+    def refuse(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
+        raise not_in_this_build(kind, "read, write and plan")
+
+    return refuse
+
+
+HANDLERS: dict[str, SyncVerb] = {
+    "read": read_verb.read,
+    "write": write_verb.write,
+    "plan": plan_verb.plan,
+    "call": _not_yet("call"),
+    "delegate": _not_yet("delegate"),
+}
+UNLOGGED_VERBS = frozenset({"plan"})
+"""Plan calls write no transcript events (HARNESS §1.1): the checklist is state, not conversation."""
+
+
+class Harness:
+    """Everything a verb may touch, opened once per process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.data_dir = settings.data_dir
+        self.db = Database(settings.data_dir / "harness.db")
+        self.agents = AgentStore(self.db, settings.data_dir)
+        self.sessions = SessionStore(self.db)
+        self.account_id = LOCAL_ACCOUNT
+        self._memories: dict[str, MemoryStore] = {}
+        self.agents.ensure_account(self.account_id, "local owner")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- agents --------------------------------------------------------------------------------------------
+
+    def default_definition(self) -> AgentDefinition:
+        a = self.settings.agent
+        raw: dict[str, Any] = {
+            "name": a.name,
+            "systemPrompt": a.system_prompt,
+            "modelProvider": a.model_provider,
+            "model": a.model,
+        }
+        if a.reasoning_level:
+            raw["reasoningLevel"] = a.reasoning_level
+        if a.tools is not None:
+            raw["tools"] = a.tools
+        return normalize_definition(raw)
+
+    def agent(self, name_or_id: str | None = None) -> AgentRecord:
+        """The named agent, or the configured default agent (created from config on first use)."""
+        wanted = name_or_id or self.settings.agent.name
+        found = self.agents.find(self.account_id, wanted)
+        if found is not None:
+            return found
+        if name_or_id is not None and name_or_id != self.settings.agent.name:
+            names = ", ".join(a.definition.name for a in self.agents.list(self.account_id)) or "(none)"
+            raise BadRequest(f"No agent named {name_or_id!r}. Agents: {names}. Create one with `mcp-harness agent create`.")
+        return self.agents.create(self.account_id, self.default_definition())
+
+    def memory(self, agent: AgentRecord) -> MemoryStore:
+        store = self._memories.get(agent.id)
+        if store is None:
+            store = self._memories[agent.id] = MemoryStore(agent.memory_dir)
+        return store
+
+    def grants(self, definition: AgentDefinition) -> dict[str, Any]:
+        """What the agent may do beyond the verbs. No callable tools exist in this build yet."""
+        tools = definition.tools
+        publish = tools is None or any(t in LEGACY_PUBLISH_NAMES for t in tools)
+        return {"callableTools": [], "publish": publish}
+
+    # -- verbs ---------------------------------------------------------------------------------------------
+
+    def invoke_sync(self, ctx: VerbContext, verb: str, arguments: dict[str, Any]) -> tuple[VerbResult | None, HarnessError | None]:
+        """Run one verb call with its log events. Returns the result or the refusal (never raises a HarnessError)."""
+        logged = ctx.session_id is not None and verb not in UNLOGGED_VERBS
+        call_id = new_id()
+        if logged:
+            assert ctx.session_id is not None
+            self.sessions.append(
+                ctx.session_id, {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}, ctx.actor
+            )
+        result: VerbResult | None = None
+        error: HarnessError | None = None
+        try:
+            problems = input_errors(verb, arguments)
+            if problems:
+                spec = VERBS[verb]
+                fields = ", ".join(spec.input_schema["properties"])
+                raise BadRequest(
+                    f"Invalid input for {verb}: {'; '.join(problems)}. Accepted fields: {fields} "
+                    f"(read ~/tools/{verb} for the contract)."
+                )
+            result = HANDLERS[verb](ctx, arguments)
+        except HarnessError as exc:
+            error = exc
+        except OSError as exc:
+            logger.exception("verb %s failed on disk", verb)
+            error = HarnessError(f"{verb} failed: {exc.strerror or exc}.")
+        if logged:
+            assert ctx.session_id is not None
+            event: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
+            if error is not None:
+                event["error"] = error.message
+            else:
+                assert result is not None
+                event["output"] = result.data
+            self.sessions.append(ctx.session_id, event, ctx.actor)
+        return result, error
+
+
+@dataclass
+class SessionBinding:
+    """Which agent and session a connection's verb calls belong to; the session is created on first need."""
+
+    harness: Harness
+    agent_id: str
+    session_id: str | None = None
+    kind: SessionKind = "conversation"
+    title: str | None = None
+    _verified: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ensure_sync(self) -> SessionRecord:
+        """The bound session, created (or, for an explicit id, checked) once. Blocking."""
+        h = self.harness
+        with self._lock:
+            if self.session_id is not None:
+                record = h.sessions.get(self.session_id)
+            elif self.kind == "standing":
+                record = h.sessions.standing(h.account_id, self.agent_id)
+            else:
+                record = h.sessions.create(h.account_id, self.agent_id, kind=self.kind, title=self.title)
+            self.session_id = record.id
+            self.agent_id = record.agent_id
+            self._verified = True
+            return record
+
+    def context_sync(self, actor: Actor = "agent", *, create: bool = True) -> VerbContext:
+        """The verb context for a call on this binding. Blocking; one session lookup at most per binding."""
+        if (create or self.session_id is not None) and not self._verified:
+            self.ensure_sync()
+        agent = self.harness.agents.get(self.agent_id)
+        return VerbContext(harness=self.harness, agent=agent, session_id=self.session_id, actor=actor)
+
+    def _invoke_sync(self, verb: str, arguments: dict[str, Any], actor: Actor) -> tuple[VerbResult | None, HarnessError | None]:
+        try:
+            ctx = self.context_sync(actor)
+        except HarnessError as exc:
+            return None, exc
+        return self.harness.invoke_sync(ctx, verb, arguments)
+
+    async def invoke(self, verb: str, arguments: dict[str, Any], actor: Actor = "agent") -> tuple[VerbResult | None, HarnessError | None]:
+        """Run a verb on this binding's session: one hop off the event loop for the whole call."""
+        return await anyio.to_thread.run_sync(self._invoke_sync, verb, arguments, actor)
+
+    async def owed_output_schema(self) -> dict[str, Any] | None:
+        """The result schema this session owes its parent (a delegated child), else None."""
+        if self.session_id is None:
+            return None
+        return await anyio.to_thread.run_sync(self.harness.sessions.owed_output_schema, self.session_id)
+
+    async def context(self, actor: Actor = "agent", *, create: bool = True) -> VerbContext:
+        return await anyio.to_thread.run_sync(lambda: self.context_sync(actor, create=create))

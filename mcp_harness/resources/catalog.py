@@ -1,0 +1,133 @@
+"""Resource listing, templates and reads, mapped onto the same domain functions the `read` verb uses.
+
+Resource reads are the client application looking, not the agent acting, so they are not logged as verb calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from mcp_harness.addresses import PLAN_URI, SELF_URI, parse_address, thread_uri, tool_uri
+from mcp_harness.addresses import memory_uri as memory_resource_uri
+from mcp_harness.errors import HarnessError
+from mcp_harness.harness import SessionBinding
+from mcp_harness.space.paths import normalize_memory_path
+from mcp_harness.tools import read as read_verb
+from mcp_harness.tools import threads
+from mcp_harness.tools.contracts import VERBS
+
+RESOURCE_NOT_FOUND = -32002
+PAGE_SIZE = 100
+
+RESOURCE_TEMPLATES = [
+    types.ResourceTemplate(
+        name="memory",
+        title="Memory file",
+        uri_template="harness://memory/{path}",
+        description="A file (or, with a trailing slash, a directory listing) in the agent's memory.",
+    ),
+    types.ResourceTemplate(
+        name="tool",
+        title="Tool contract",
+        uri_template="harness://tools/{name}",
+        description="A verb's full contract as markdown.",
+        mime_type="text/markdown",
+    ),
+    types.ResourceTemplate(
+        name="thread",
+        title="Conversation transcript",
+        uri_template="thread:{id}",
+        description="A session's last 200 events, each with its actor.",
+        mime_type="text/markdown",
+    ),
+]
+
+
+def _static(binding: SessionBinding) -> list[types.Resource]:
+    out = [
+        types.Resource(name="self", title="This agent", uri=SELF_URI, mime_type="text/markdown",
+                       description="The agent's definition, grants and memory summary."),
+        types.Resource(name="plan", title="This session's plan", uri=PLAN_URI, mime_type="text/markdown",
+                       description="The checklist kept with the plan verb."),
+    ]
+    out += [
+        types.Resource(name=f"tool:{name}", title=f"{name} contract", uri=tool_uri(name), mime_type="text/markdown")
+        for name in VERBS
+    ]
+    if binding.session_id is not None:
+        out.append(types.Resource(name="thread", title="This session's transcript", uri=thread_uri(binding.session_id),
+                                  mime_type="text/markdown"))
+    return out
+
+
+def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.ListResourcesResult:
+    """The fixed resources first, then memory files, `PAGE_SIZE` per page."""
+    try:
+        offset = int(cursor) if cursor else 0
+    except ValueError:
+        raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}: pass back a nextCursor from resources/list.") from None
+    ctx = binding.context_sync(create=False)
+    items = _static(binding)
+    for entry in ctx.harness.memory(ctx.agent).iter_files():
+        items.append(types.Resource(name=entry.path, uri=memory_resource_uri(entry.path), mime_type=entry.mime_type,
+                                    size=entry.size))
+    page = items[offset : offset + PAGE_SIZE]
+    more = offset + PAGE_SIZE < len(items)
+    return types.ListResourcesResult(resources=page, next_cursor=str(offset + PAGE_SIZE) if more else None)
+
+
+def read_resource_sync(binding: SessionBinding, uri: str) -> types.ReadResourceResult:
+    address = parse_address(uri)
+    if address is None or address.kind not in ("memory", "self", "tools", "plan", "thread"):
+        raise MCPError(RESOURCE_NOT_FOUND, f"Unknown resource {uri}. Resources: harness://memory/{{path}}, "
+                       "harness://tools/{name}, harness://self, harness://plan, thread:{id}.")
+    try:
+        ctx = binding.context_sync(create=False)
+        if address.kind == "memory" and not address.listing:
+            path = normalize_memory_path(address.rest)
+            file = ctx.harness.memory(ctx.agent).read_file(path)
+            if file.text is None:
+                data = (ctx.agent.memory_dir / path).read_bytes()
+                blob = base64.b64encode(data).decode("ascii")
+                return types.ReadResourceResult(
+                    contents=[types.BlobResourceContents(uri=uri, mime_type=file.entry.mime_type, blob=blob)]
+                )
+            mime = file.entry.mime_type or "text/plain"
+            return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=file.text)])
+        match address.kind:
+            case "memory":
+                result = read_verb.read_memory(ctx, address, "json")
+            case "self":
+                result = read_verb.read_self(ctx, "markdown")
+            case "tools":
+                result = read_verb.read_tools(address, "markdown")
+            case "plan":
+                result = read_verb.read_plan(ctx, "markdown")
+            case _:
+                if address.listing:
+                    result = threads.list_threads(ctx, {}, "markdown")
+                else:
+                    result = threads.read_thread(ctx, address.rest, "markdown")
+    except HarnessError as exc:
+        code = RESOURCE_NOT_FOUND if exc.status == 404 else types.INVALID_PARAMS
+        raise MCPError(code, exc.message) from None
+    is_json = address.kind == "memory"
+    text = json.dumps(result.data, indent=2) if is_json else result.text
+    mime = "application/json" if is_json else "text/markdown"
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
+
+
+async def list_resources(binding: SessionBinding, cursor: str | None) -> types.ListResourcesResult:
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(list_resources_sync, binding, cursor)
+
+
+async def read_resource(binding: SessionBinding, uri: str) -> types.ReadResourceResult:
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(read_resource_sync, binding, uri)

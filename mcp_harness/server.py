@@ -1,0 +1,269 @@
+"""The MCP front: binds each request to (agent, session), lists the verbs, maps results and refusals to the wire.
+
+This module and `resources/` are the only ones that know MCP. Binding rules (DESIGN §3):
+- no HTTP request (stdio, in-process): the server's own binding — a new session created on the first verb call,
+  or the session named by `--session`;
+- `/mcp/sessions/{id}`: that session, in both protocol eras;
+- `/mcp`, handshake era: one harness session per MCP session id;
+- `/mcp`, 2026-07-28 stateless era: the agent's standing session.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_harness import __version__
+from mcp_harness.errors import BadRequest, HarnessError
+from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.resources import RESOURCE_TEMPLATES, list_resources, read_resource
+from mcp_harness.tools._unsupported import not_in_this_build
+from mcp_harness.tools.contracts import RETURN_RESULT_DESCRIPTION, VERBS, VerbSpec
+
+logger = logging.getLogger(__name__)
+
+_SESSION_PATH = re.compile(r"^/mcp/sessions/([^/]+)/?$")
+MAX_TRACKED_HTTP_SESSIONS = 10_000
+INSTRUCTIONS = (
+    "mcp-harness gives you five verbs. read and write reach addresses: ~/memory/<path> is your persistent memory, "
+    "~/self describes you, ~/tools/ lists what you can do, thread: lists conversations. plan keeps a visible "
+    "checklist. Read ~/tools/<verb> for any verb's full contract."
+)
+
+
+def _tool(spec: VerbSpec) -> types.Tool:
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
+        annotations=types.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            idempotent_hint=spec.idempotent,
+            open_world_hint=spec.open_world,
+        ),
+    )
+
+
+VERB_TOOLS = [_tool(spec) for spec in VERBS.values()]
+
+
+def error_result(error: HarnessError) -> types.CallToolResult:
+    """A refusal as the model sees it: `isError`, the message, and `structuredContent.error`."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=error.message)],
+        structured_content={"error": error.to_dict()},
+        is_error=True,
+    )
+
+
+@dataclass
+class ServerState:
+    """Per-process state of the MCP front: the harness and the bindings it has handed out."""
+
+    harness: Harness
+    agent_name: str | None
+    default: SessionBinding
+    by_mcp_session: OrderedDict[str, SessionBinding] = field(default_factory=lambda: OrderedDict())
+    by_path: dict[str, SessionBinding] = field(default_factory=lambda: {})
+    standing: SessionBinding | None = None
+
+    def _agent_id(self) -> str:
+        return self.harness.agent(self.agent_name).id
+
+    def binding_for(self, ctx: ServerRequestContext[Any, Any]) -> SessionBinding:
+        request = ctx.request
+        url = getattr(request, "url", None)
+        if url is None:
+            return self.default
+        match = _SESSION_PATH.match(url.path)
+        if match:
+            session_id = match.group(1)
+            found = self.by_path.get(session_id)
+            if found is None:
+                found = self.by_path[session_id] = SessionBinding(self.harness, agent_id="", session_id=session_id)
+            return found
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if self.standing is None:
+                self.standing = SessionBinding(self.harness, agent_id=self._agent_id(), kind="standing")
+            return self.standing
+        mcp_session = request.headers.get("mcp-session-id", "") if request is not None else ""  # pyright: ignore
+        found = self.by_mcp_session.get(mcp_session)
+        if found is None:
+            title = f"HTTP session {datetime.now(UTC):%Y-%m-%d %H:%M}"
+            found = SessionBinding(self.harness, agent_id=self._agent_id(), title=title)
+            self.by_mcp_session[mcp_session] = found
+            while len(self.by_mcp_session) > MAX_TRACKED_HTTP_SESSIONS:
+                self.by_mcp_session.popitem(last=False)
+        return found
+
+
+def _return_result_tool(schema: dict[str, Any]) -> types.Tool:
+    return types.Tool(
+        name="return_result",
+        title="Return result",
+        description=RETURN_RESULT_DESCRIPTION,
+        input_schema=schema,
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
+    )
+
+
+def build_server(
+    harness: Harness, *, agent_name: str | None = None, session_id: str | None = None
+) -> Server[ServerState]:
+    """The MCP server over `harness`. `session_id` binds stdio/in-process calls to an existing session."""
+    agent = harness.agent(agent_name)
+    if session_id is not None:
+        harness.sessions.get(session_id)
+    title = f"MCP session {datetime.now(UTC):%Y-%m-%d %H:%M}"
+    state = ServerState(
+        harness=harness,
+        agent_name=agent_name,
+        default=SessionBinding(harness, agent_id=agent.id, session_id=session_id, title=title),
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: Server[ServerState]) -> AsyncIterator[ServerState]:
+        yield state
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[ServerState], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        binding = state.binding_for(ctx)
+        tools = list(VERB_TOOLS)
+        owed = await binding.owed_output_schema()
+        if owed is not None:
+            tools.append(_return_result_tool(owed))
+        return types.ListToolsResult(tools=tools)
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[ServerState], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        binding = state.binding_for(ctx)
+        name = params.name
+        if name == "return_result" and await binding.owed_output_schema() is not None:
+            return error_result(not_in_this_build("return_result", "read, write and plan"))
+        if name not in VERBS:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool {name!r}. Tools: {', '.join(VERBS)}.")
+        arguments = params.arguments or {}
+        result, error = await binding.invoke(name, arguments)
+        if error is not None:
+            return error_result(error)
+        assert result is not None
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.text)], structured_content=result.data
+        )
+
+    async def on_list_resources(
+        ctx: ServerRequestContext[ServerState], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return await list_resources(state.binding_for(ctx), params.cursor if params else None)
+
+    async def on_list_resource_templates(
+        ctx: ServerRequestContext[ServerState], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=RESOURCE_TEMPLATES)
+
+    async def on_read_resource(
+        ctx: ServerRequestContext[ServerState], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await read_resource(state.binding_for(ctx), params.uri)
+
+    return Server(
+        "mcp-harness",
+        version=__version__,
+        title="mcp-harness",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
+    )
+
+
+__all__ = ["BadRequest", "ServerState", "build_server", "error_result"]
+
+
+# -- transports ----------------------------------------------------------------------------------------------
+
+
+async def serve_stdio(server: Server[ServerState]) -> None:
+    """Serve one client over stdin/stdout until it disconnects."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _is_loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+
+
+def http_app(server: Server[ServerState], *, host: str, tokens: list[str], max_body_bytes: int) -> Any:
+    """A Starlette app serving `/mcp` and `/mcp/sessions/{id}` through one session manager."""
+    import hmac
+
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from starlette.types import Receive, Scope, Send
+
+    if not _is_loopback(host) and not tokens:
+        raise BadRequest(
+            f"Refusing to serve on {host} without bearer tokens: set server.tokens in the config (or "
+            "MCP_HARNESS_HTTP_TOKENS), or bind to 127.0.0.1."
+        )
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=_is_loopback(host),
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+    manager = StreamableHTTPSessionManager(app=server, security_settings=security, max_request_body_size=max_body_bytes)
+    mcp_asgi = StreamableHTTPASGIApp(manager)
+
+    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        if tokens:
+            header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+            presented = header[7:] if header.lower().startswith("bearer ") else ""
+            if not any(hmac.compare_digest(presented, t) for t in tokens):
+                response = JSONResponse({"error": "A valid bearer token is required."}, status_code=401,
+                                        headers={"WWW-Authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+        await mcp_asgi(scope, receive, send)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    routes = [Route("/mcp", endpoint=endpoint), Route("/mcp/sessions/{session_id}", endpoint=endpoint)]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+async def serve_http(server: Server[ServerState], *, host: str, port: int, tokens: list[str], max_body_bytes: int) -> None:
+    """Serve Streamable HTTP until interrupted."""
+    import uvicorn
+
+    app = http_app(server, host=host, tokens=tokens, max_body_bytes=max_body_bytes)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve()

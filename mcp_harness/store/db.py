@@ -1,0 +1,83 @@
+"""The SQLite connection: WAL, foreign keys, busy timeout, and a way to run work off the event loop.
+
+One connection serves the process, guarded by a lock, because SQLite serializes writers anyway and a single
+connection keeps per-call overhead to one thread hop. Every multi-statement change runs in `transaction()`, which
+takes the write lock up front (`BEGIN IMMEDIATE`) so concurrent processes queue instead of failing mid-way.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import anyio.to_thread
+
+from mcp_harness.errors import StorageError
+
+T = TypeVar("T")
+
+
+class Database:
+    """A migrated SQLite database. Use `call` from async code and `transaction` inside the callable."""
+
+    def __init__(self, path: Path) -> None:
+        from mcp_harness.store.migrations import migrate
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        try:
+            self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA busy_timeout=10000")
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"Cannot open the database at {path}: {exc}. Check the file or pick another --data-dir.") from exc
+        self._lock = threading.RLock()
+        with self._lock:
+            migrate(self._conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Hold the connection for one atomic change; rolls back on any exception."""
+        with self._lock:
+            conn = self._conn
+            if conn.in_transaction:
+                # Nested use joins the outer transaction, so helpers compose into one atomic change.
+                yield conn
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """Hold the connection for reads (no transaction is opened)."""
+        with self._lock:
+            yield self._conn
+
+    def run(self, fn: Callable[[Database], T]) -> T:
+        """Run `fn` here (blocking); maps unexpected SQLite failures to `StorageError`."""
+        try:
+            return fn(self)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.OperationalError as exc:
+            raise StorageError(f"The database failed: {exc}.") from exc
+
+    async def call(self, fn: Callable[[Database], T]) -> T:
+        """Run `fn` on a worker thread so the event loop never waits on SQLite."""
+        return await anyio.to_thread.run_sync(self.run, fn)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

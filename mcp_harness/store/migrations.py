@@ -1,0 +1,161 @@
+"""Ordered schema migrations. Append a new `m00N_…` function; never edit one that has shipped.
+
+Applied names are recorded in `_harness_migrations`, so a database knows exactly which steps it has taken. A
+database that has steps this code does not know was written by a newer version and is refused.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+from mcp_harness.errors import StorageError
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = []
+migration = MIGRATIONS.append
+
+
+def _execute_all(conn: sqlite3.Connection, script: str) -> None:
+    # executescript() would COMMIT the surrounding transaction; statements one by one keep a migration atomic.
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+@migration
+def m001_initial(conn: sqlite3.Connection) -> None:
+    _execute_all(
+        conn,
+        """
+        CREATE TABLE accounts (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE agents (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            name TEXT NOT NULL,
+            definition_cbor BLOB NOT NULL,
+            state_dir TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'idle' CHECK (status IN ('idle', 'running', 'stopped', 'error')),
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            UNIQUE (account_id, name)
+        ) WITHOUT ROWID;
+        CREATE INDEX agents_by_account ON agents (account_id, updated_at DESC);
+
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            agent_id TEXT NOT NULL REFERENCES agents(id),
+            kind TEXT NOT NULL DEFAULT 'conversation' CHECK (kind IN ('conversation', 'standing', 'child')),
+            title TEXT,
+            title_source TEXT NOT NULL DEFAULT 'system' CHECK (title_source IN ('system', 'agent', 'user')),
+            description TEXT,
+            status TEXT NOT NULL DEFAULT 'idle',
+            parent_session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+            run_id TEXT,
+            plan_cbor BLOB,
+            model_override_cbor BLOB,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX sessions_by_agent ON sessions (agent_id, updated_at DESC);
+        CREATE INDEX sessions_by_account ON sessions (account_id, updated_at DESC);
+        CREATE INDEX sessions_by_parent ON sessions (parent_session_id);
+        CREATE UNIQUE INDEX sessions_one_standing ON sessions (agent_id) WHERE kind = 'standing';
+
+        CREATE TABLE session_events (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            id TEXT NOT NULL UNIQUE,
+            type TEXT NOT NULL,
+            actor TEXT NOT NULL CHECK (actor IN ('user', 'agent', 'system', 'trigger')),
+            event_cbor BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            account_id TEXT NOT NULL REFERENCES accounts(id),
+            root_run_id TEXT NOT NULL,
+            parent_run_id TEXT REFERENCES runs(id),
+            parent_tool_call_id TEXT,
+            continued_from_run_id TEXT,
+            depth INTEGER NOT NULL DEFAULT 0,
+            kind TEXT NOT NULL CHECK (kind IN ('agent', 'workflow')),
+            agent_id TEXT REFERENCES agents(id) ON DELETE SET NULL,
+            session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+            trigger_firing_id TEXT,
+            origin TEXT NOT NULL CHECK (origin IN ('user', 'trigger', 'agent', 'workflow', 'system')),
+            title TEXT NOT NULL,
+            model TEXT,
+            source_cid TEXT,
+            source_text TEXT,
+            input_cbor BLOB,
+            output_cbor BLOB,
+            error_cbor BLOB,
+            status TEXT NOT NULL CHECK (
+                status IN ('queued', 'claimed', 'running', 'waiting', 'succeeded', 'failed', 'canceled')
+            ),
+            wait_cbor BLOB,
+            attempt INTEGER NOT NULL DEFAULT 0,
+            max_attempts INTEGER NOT NULL DEFAULT 1,
+            not_before INTEGER,
+            queue TEXT NOT NULL DEFAULT 'background' CHECK (queue IN ('interactive', 'background')),
+            lease_owner TEXT,
+            lease_expires_at INTEGER,
+            budget_cbor BLOB,
+            usage_cbor BLOB,
+            plan_cbor BLOB,
+            created_at INTEGER NOT NULL,
+            started_at INTEGER,
+            finished_at INTEGER,
+            updated_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX runs_dispatch ON runs (status, queue, not_before, created_at);
+        CREATE INDEX runs_by_root ON runs (root_run_id);
+        CREATE INDEX runs_by_parent ON runs (parent_run_id);
+        CREATE INDEX runs_by_session ON runs (session_id);
+        CREATE INDEX runs_by_account ON runs (account_id, created_at DESC);
+        """
+    )
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
+    conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
+    done = {row[0] for row in conn.execute("SELECT name FROM _harness_migrations")}
+    known = {fn.__name__ for fn in MIGRATIONS}
+    unknown = sorted(done - known)
+    if unknown:
+        raise StorageError(
+            f"The database has migrations this version does not know ({', '.join(unknown)}): it was written by a "
+            "newer mcp-harness. Upgrade mcp-harness or point --data-dir elsewhere."
+        )
+    applied: list[str] = []
+    for fn in MIGRATIONS:
+        if fn.__name__ in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-check under the write lock: another process may have migrated while we waited.
+            if conn.execute("SELECT 1 FROM _harness_migrations WHERE name = ?", (fn.__name__,)).fetchone():
+                conn.execute("ROLLBACK")
+                continue
+            fn(conn)
+            conn.execute(
+                "INSERT INTO _harness_migrations (name, applied_at) VALUES (?, ?)",
+                (fn.__name__, int(time.time() * 1000)),
+            )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        applied.append(fn.__name__)
+    return applied

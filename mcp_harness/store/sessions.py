@@ -1,0 +1,233 @@
+"""Sessions and their append-only, actor-stamped event logs, plus each session's live plan."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import cbor2
+
+from mcp_harness.errors import NotFound
+from mcp_harness.store._util import new_id, now_ms
+from mcp_harness.store.db import Database
+
+Actor = Literal["user", "agent", "system", "trigger"]
+SessionKind = Literal["conversation", "standing", "child"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionRecord:
+    id: str
+    account_id: str
+    agent_id: str
+    kind: str
+    title: str | None
+    title_source: str
+    description: str | None
+    status: str
+    parent_session_id: str | None
+    run_id: str | None
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EventRecord:
+    session_id: str
+    seq: int
+    id: str
+    type: str
+    actor: str
+    payload: dict[str, Any]
+    created_at: int
+
+
+def _session(row: sqlite3.Row) -> SessionRecord:
+    return SessionRecord(
+        id=row["id"],
+        account_id=row["account_id"],
+        agent_id=row["agent_id"],
+        kind=row["kind"],
+        title=row["title"],
+        title_source=row["title_source"],
+        description=row["description"],
+        status=row["status"],
+        parent_session_id=row["parent_session_id"],
+        run_id=row["run_id"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _event(row: sqlite3.Row) -> EventRecord:
+    return EventRecord(
+        session_id=row["session_id"],
+        seq=row["seq"],
+        id=row["id"],
+        type=row["type"],
+        actor=row["actor"],
+        payload=cbor2.loads(row["event_cbor"]),
+        created_at=row["created_at"],
+    )
+
+
+class SessionStore:
+    """Session rows and events. Methods block; call them through `Database.call`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def create(
+        self,
+        account_id: str,
+        agent_id: str,
+        *,
+        kind: SessionKind = "conversation",
+        title: str | None = None,
+        parent_session_id: str | None = None,
+        run_id: str | None = None,
+    ) -> SessionRecord:
+        session_id = new_id()
+        ts = now_ms()
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO sessions (id, account_id, agent_id, kind, title, parent_session_id, run_id, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, account_id, agent_id, kind, title, parent_session_id, run_id, ts, ts),
+            )
+        return self.get(session_id)
+
+    def standing(self, account_id: str, agent_id: str) -> SessionRecord:
+        """The agent's standing session (where stateless requests land), created on first use."""
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT * FROM sessions WHERE agent_id = ? AND kind = 'standing'", (agent_id,)).fetchone()
+            if row is not None:
+                return _session(row)
+            return self.create(account_id, agent_id, kind="standing", title="Standing session")
+
+    def get(self, session_id: str) -> SessionRecord:
+        found = self.find(session_id)
+        if found is None:
+            raise NotFound(f"No thread {session_id}. List threads with read thread: or `mcp-harness sessions`.")
+        return found
+
+    def find(self, session_id: str) -> SessionRecord | None:
+        with self.db.reading() as conn:
+            row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else _session(row)
+
+    def list(self, account_id: str, *, agent_id: str | None = None, limit: int = 25) -> list[SessionRecord]:
+        """Newest-updated first."""
+        sql = "SELECT * FROM sessions WHERE account_id = ?"
+        args: list[Any] = [account_id]
+        if agent_id:
+            sql += " AND agent_id = ?"
+            args.append(agent_id)
+        sql += " ORDER BY updated_at DESC, id LIMIT ?"
+        args.append(limit)
+        with self.db.reading() as conn:
+            return [_session(r) for r in conn.execute(sql, args).fetchall()]
+
+    def search(
+        self, account_id: str, query: str, *, agent_id: str | None, limit: int
+    ) -> list[tuple[SessionRecord, str | None]]:
+        """Title/description matches over the 400 newest sessions, then message-text matches over the 4,000 newest
+        events (first hit per session, with a snippet); newest-updated first."""
+        q = query.strip().lower()
+        recent = self.list(account_id, agent_id=agent_id, limit=400)
+        by_title = [s for s in recent if q in (s.title or "").lower() or q in (s.description or "").lower()]
+        snippets: dict[str, str] = {}
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                "SELECT e.session_id, e.event_cbor FROM session_events e JOIN sessions s ON s.id = e.session_id "
+                "WHERE s.account_id = ? AND e.type = 'message' ORDER BY e.created_at DESC LIMIT 4000",
+                (account_id,),
+            ).fetchall()
+        for row in rows:
+            if row["session_id"] in snippets:
+                continue
+            content = cbor2.loads(row["event_cbor"]).get("content")
+            if not isinstance(content, str):
+                continue
+            at = content.lower().find(q)
+            if at >= 0:
+                start, end = max(0, at - 80), min(len(content), at + len(q) + 80)
+                snippet = ("…" if start else "") + content[start:end] + ("…" if end < len(content) else "")
+                snippets[row["session_id"]] = snippet
+        ids = [s.id for s in by_title] + [sid for sid in snippets if sid not in {s.id for s in by_title}]
+        found: list[SessionRecord] = []
+        for sid in ids:
+            rec = self.find(sid)
+            if rec is not None and (agent_id is None or rec.agent_id == agent_id):
+                found.append(rec)
+        found = found[:limit]
+        found.sort(key=lambda s: s.updated_at, reverse=True)
+        return [(s, snippets.get(s.id)) for s in found]
+
+    def append(self, session_id: str, payload: dict[str, Any], actor: Actor) -> EventRecord:
+        """Append one event; `seq` is allocated inside the write transaction, so it is gapless per session."""
+        event_id = new_id()
+        ts = now_ms()
+        stamped = {**payload, "actor": actor}
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM session_events WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            seq = int(row[0])
+            conn.execute(
+                "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, seq, event_id, payload["type"], actor, cbor2.dumps(stamped, canonical=True), ts),
+            )
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
+        return EventRecord(
+            session_id=session_id, seq=seq, id=event_id, type=payload["type"], actor=actor, payload=stamped, created_at=ts
+        )
+
+    def events(self, session_id: str, *, last: int | None = None) -> list[EventRecord]:
+        """Events in `seq` order; `last` keeps only the newest N."""
+        with self.db.reading() as conn:
+            if last is None:
+                rows = conn.execute(
+                    "SELECT * FROM session_events WHERE session_id = ? ORDER BY seq", (session_id,)
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT * FROM (SELECT * FROM session_events WHERE session_id = ? ORDER BY seq DESC LIMIT ?) "
+                    "ORDER BY seq",
+                    (session_id, last),
+                ).fetchall()
+        return [_event(r) for r in rows]
+
+    def get_plan(self, session_id: str) -> dict[str, Any] | None:
+        with self.db.reading() as conn:
+            row = conn.execute("SELECT plan_cbor FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return cbor2.loads(row[0])
+
+    def set_plan(self, session_id: str, plan: dict[str, Any] | None) -> None:
+        data = None if plan is None else cbor2.dumps(plan, canonical=True)
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE sessions SET plan_cbor = ?, updated_at = ? WHERE id = ?", (data, now_ms(), session_id))
+
+    def set_title(self, session_id: str, title: str, source: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE sessions SET title = ?, title_source = ? WHERE id = ? AND (title IS NULL OR title_source <> 'user')",
+                (title, source, session_id),
+            )
+
+    def owed_output_schema(self, session_id: str) -> dict[str, Any] | None:
+        """The `output` schema a child session owes its parent (from the spawning run's spec), if any."""
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT r.input_cbor FROM sessions s JOIN runs r ON r.id = s.run_id WHERE s.id = ? AND s.kind = 'child'",
+                (session_id,),
+            ).fetchone()
+        if row is None or row[0] is None:
+            return None
+        spec = cbor2.loads(row[0]).get("spec") or {}
+        output = spec.get("output") if isinstance(spec, dict) else None
+        return output if isinstance(output, dict) else None

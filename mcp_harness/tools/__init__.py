@@ -1,0 +1,1 @@
+"""The verbs: their contracts (one registry) and their domain implementations."""

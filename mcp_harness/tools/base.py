@@ -1,0 +1,64 @@
+"""What a verb receives and returns. Verbs are plain functions of (context, input); they know nothing of MCP."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcp_harness.errors import BadRequest
+
+if TYPE_CHECKING:
+    from mcp_harness.harness import Harness
+    from mcp_harness.store.agents import AgentRecord
+    from mcp_harness.store.sessions import Actor
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VerbContext:
+    """Who is calling: the agent whose world the verb acts on, the session it is logged in, and the actor."""
+
+    harness: Harness
+    agent: AgentRecord
+    session_id: str | None
+    """None only where no session exists yet (a resource read before any verb call)."""
+    actor: Actor
+
+
+@dataclass(frozen=True, slots=True)
+class VerbResult:
+    """A verb's answer: `data` is the structured result, `text` its markdown rendering."""
+
+    data: dict[str, Any]
+    text: str
+
+    @classmethod
+    def of(cls, data: dict[str, Any], body: str | None = None, *, fmt: str = "markdown") -> VerbResult:
+        """Render `data` as markdown (summary, then `body`) or, for `format: "json"`, as JSON text."""
+        if fmt == "json":
+            return cls(data, json.dumps(data, indent=2, ensure_ascii=False))
+        summary = str(data.get("summary", ""))
+        text = summary if body is None else (f"{summary}\n\n{body}" if summary else body)
+        return cls(data, text)
+
+
+def options_of(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The `options` object of a verb input (absent means empty)."""
+    opts = arguments.get("options")
+    if opts is None:
+        return {}
+    if not isinstance(opts, dict):
+        raise BadRequest("options must be an object.")
+    return dict(opts)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def refuse_unknown_options(form: str, options: dict[str, Any], allowed: tuple[str, ...], hint: str = "") -> None:
+    """400 naming every unknown option key and the supported set (HARNESS §12 `assertKnownWriteOptions`)."""
+    unknown = [k for k in options if k not in allowed]
+    if not unknown:
+        return
+    keys = ", ".join(f'"{k}"' for k in unknown)
+    plural = "s" if len(unknown) > 1 else ""
+    supported = ", ".join(allowed) or "(none)"
+    message = f"{form} does not understand option{plural} {keys}. Supported options: {supported}."
+    raise BadRequest(f"{message} {hint}".strip())

@@ -1,0 +1,248 @@
+"""The single source of the verbs' names, descriptions, schemas and annotations.
+
+Input schemas follow the reference harness's contracts (seed `tool-registry.ts`, the verb era) so a model trained
+against either sees the same surface. Descriptions say what this server does; a form that a later build adds is
+not promised here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerbSpec:
+    """One verb's contract."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the description, at most 140 characters (the `~/tools` listing line)."""
+        first = re.split(r"(?<=\.)\s", self.description, maxsplit=1)[0]
+        return first if len(first) <= 140 else first[:137] + "…"
+
+    def summary_line(self) -> str:
+        return f"{self.name} — {self.summary}"
+
+    def contract_markdown(self) -> str:
+        parts = [f"# {self.name}", "", self.description, "", "## Input schema", "```json"]
+        parts += [json.dumps(self.input_schema, indent=2, ensure_ascii=False), "```"]
+        if self.output_schema is not None:
+            parts += ["", "## Output schema", "```json", json.dumps(self.output_schema, indent=2), "```"]
+        return "\n".join(parts)
+
+
+READ = VerbSpec(
+    name="read",
+    title="Read",
+    read_only=True,
+    idempotent=True,
+    description="""Read anything you can address. One verb for your whole world; the address shape picks the source:
+- `~/memory/<path>` — a file in your persistent memory. A directory path (or `~/memory/`) lists entries with sizes.
+- `~/tools/<name>` — a tool contract: full description plus input/output schemas. `~/tools/` lists every tool you can call.
+- `~/self` — everything about you: your definition (model, system prompt, grants), a memory summary, and how many conversations you have.
+- `thread:<id>` — a conversation transcript of yours. `thread:` alone lists your account's conversations, newest first; options {query} searches titles and message text, {agentId} filters to one agent, {limit} caps results (at most 100).
+- `harness://plan` — this conversation's checklist, as set with the plan verb.
+The `harness://…` resource URIs (harness://memory/<path>, harness://tools/<name>, harness://self) are accepted too.
+Directory listings return {entries: [{path, type, size}]}; memory file reads return {content}. Prefer reading exactly what you need; directory listings are cheap, whole trees are not.""",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "address": {
+                "type": "string",
+                "minLength": 1,
+                "description": "What to read: ~/memory/…, ~/tools/…, ~/self, thread: or thread:<id>, harness://plan.",
+            },
+            "format": {
+                "type": "string",
+                "enum": ["markdown", "json"],
+                "description": "Output format where supported. Defaults to markdown.",
+            },
+            "options": {
+                "type": "object",
+                "description": "Source-specific options: thread listing {query, agentId, limit}.",
+            },
+        },
+        "required": ["address"],
+    },
+)
+
+WRITE = VerbSpec(
+    name="write",
+    title="Write",
+    destructive=True,
+    description="""Write anything you can address. The address shape picks the destination:
+- `~/memory/<path>` — write `content` to a memory file (parent folders are created automatically; writing an existing file replaces its whole content — there is no append). Options: {delete: true} removes a file or directory.
+Writes are atomic: a reader sees the old file or the new one, never a mix. Unrecognized option keys are refused, not ignored.""",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "address": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Where to write: ~/memory/<path>.",
+            },
+            "content": {
+                "type": "string",
+                "description": "The content to write: raw text for memory files.",
+            },
+            "options": {
+                "type": "object",
+                "description": "Destination-specific options; read ~/tools/write for the full contract per address form.",
+            },
+            "dryRun": {
+                "type": "boolean",
+                "description": "For hm:// writes: validate and echo what would be published without publishing anything.",
+            },
+        },
+        "required": ["address"],
+    },
+)
+
+CALL = VerbSpec(
+    name="call",
+    title="Call",
+    open_world=True,
+    description="""Invoke a tool by name with a JSON input. Your available tools are listed with one-line summaries under `~/tools/`; read `~/tools/<name>` for a full contract.
+Calling a tool with missing or invalid input does not fail: the result is the tool contract itself — read it and call again correctly. Do not guess elaborate inputs for a tool you have not expanded.""",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "tool": {"type": "string", "minLength": 1, "description": "The tool name, as listed under ~/tools/."},
+            "input": {"type": "object", "description": "The tool's input, matching its contract."},
+        },
+        "required": ["tool"],
+    },
+)
+
+DELEGATE = VerbSpec(
+    name="delegate",
+    title="Delegate",
+    open_world=True,
+    description="""Spawn a child run to do work for you. Two kinds of child, one verb:
+- A **model child** (default): pass `brief` — human-readable markdown that becomes the child conversation's first message VERBATIM. Write a real briefing: goal, all needed background, expectations, data in fenced blocks. The child is a fresh context and never sees this conversation; it does share your persistent memory when it runs as you. Pass `prompt` for an anonymous worker persona or `agentId` to run one of your other agents; pass `tools` only to narrow its toolset. Declare `output` (a JSON schema, root type "object") to get a validated structured result; otherwise you get its final text.
+- A **script child**: pass `script` — a Python module whose calls to tools go through `ctx` and run durably.
+Independent children must be spawned together, in one reply. Pass `await: false` only for fire-and-forget work whose outcome you do not need.""",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "title": {
+                "type": "string",
+                "description": "Short label for the child, shown in the thread list and progress card.",
+            },
+            "brief": {
+                "type": "string",
+                "description": "Model child: the task brief as human-readable markdown; becomes the child's first "
+                "message verbatim. Provide exactly one of brief or script.",
+            },
+            "script": {
+                "type": "string",
+                "description": "Script child: a self-contained module. Provide exactly one of brief or script.",
+            },
+            "input": {"description": "Script child only: JSON value passed to the module as its first argument."},
+            "prompt": {
+                "type": "string",
+                "description": "Model child: optional system prompt for an anonymous worker using your model. Omit "
+                "to run the child as yourself; provide at most one of prompt or agentId.",
+            },
+            "agentId": {"type": "string", "description": "Model child: run under another of your agents by id."},
+            "tools": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Model child: restrict the child to these tools (intersected with what its agent has).",
+            },
+            "output": {
+                "type": "object",
+                "description": 'Model child: JSON schema for the required result (root type "object"). The child '
+                "delivers it via return_result; validation errors bounce back for self-correction.",
+            },
+            "await": {
+                "type": "boolean",
+                "description": "Default true: your turn parks until the child resolves and you receive its result. "
+                "false: detached — the child runs in the background and you never receive its outcome.",
+            },
+        },
+        "required": [],
+    },
+    output_schema={
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["succeeded", "failed", "canceled", "detached"]},
+            "sessionId": {"type": "string"},
+            "runId": {"type": "string"},
+            "output": {
+                "description": "The validated result payload, {text} when no output schema was declared, or the "
+                "script's return value."
+            },
+            "error": {"type": "object", "properties": {"code": {"type": "string"}, "message": {"type": "string"}}},
+        },
+    },
+)
+
+PLAN = VerbSpec(
+    name="plan",
+    title="Plan",
+    idempotent=True,
+    description="""Maintain the visible plan for the current task. Call this when starting any task with 3 or more distinct steps (declare them all as pending, then mark the first running), and again whenever a step's status changes: running when you begin it, done when finished, failed if it cannot complete, skipped if no longer needed. Keep step labels short and outcome-oriented. Send the full current list each time; it replaces the previous plan. Each task gets its own checklist: a plan whose every step has finished is history — when the user asks for something new, publish a fresh plan with only the new task's steps (new ids), never re-list finished work. The checklist is readable as the resource harness://plan.""",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "title": {"type": "string", "description": "Optional one-line name for the overall task."},
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "id": {
+                            "type": "string",
+                            "description": 'Stable id for the step (e.g. "s1"), kept across updates.',
+                        },
+                        "label": {"type": "string", "minLength": 1, "description": "Short description of the step."},
+                        "status": {"type": "string", "enum": ["pending", "running", "done", "failed", "skipped"]},
+                    },
+                    "required": ["id", "label", "status"],
+                },
+            },
+        },
+        "required": ["steps"],
+    },
+)
+
+RETURN_RESULT_DESCRIPTION = (
+    "Deliver the final structured result of this delegated task. Call this exactly once when the task is complete; "
+    "the payload must match the required schema. This ends your task."
+)
+
+VERBS: dict[str, VerbSpec] = {spec.name: spec for spec in (READ, WRITE, CALL, DELEGATE, PLAN)}
+"""The five verbs, in listing order."""
+
+VALIDATORS: dict[str, Draft202012Validator] = {name: Draft202012Validator(s.input_schema) for name, s in VERBS.items()}
+
+
+def input_errors(name: str, arguments: dict[str, Any]) -> list[str]:
+    """Schema violations of a verb's input as `$.path: message` lines (empty when valid)."""
+    out: list[str] = []
+    for err in sorted(VALIDATORS[name].iter_errors(arguments), key=lambda e: list(e.absolute_path)):
+        path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+        out.append(f"{path}: {err.message}")
+    return out

@@ -1,0 +1,89 @@
+"""The `plan` verb: the session's visible checklist (HARNESS §7.1). Whole replacement; no transcript event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_harness.errors import BadRequest
+from mcp_harness.store._util import now_ms
+from mcp_harness.tools.base import VerbContext, VerbResult
+
+MAX_PLAN_STEPS = 100
+MAX_LABEL_CHARS = 200
+STATUSES = ("pending", "running", "done", "failed", "skipped")
+TERMINAL = ("done", "failed", "skipped")
+
+
+def normalize_plan(raw: object) -> dict[str, Any]:
+    """Keep only `title` and `{id, label, status}` steps; runtime marks (`resolvedBy`, …) never come from input."""
+    if not isinstance(raw, dict):
+        return {"steps": []}
+    src: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
+    steps_in = src.get("steps")
+    items: list[Any] = list(steps_in) if isinstance(steps_in, list) else []  # pyright: ignore[reportUnknownArgumentType]
+    steps: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, str):
+            item = {"label": item}
+        if not isinstance(item, dict):
+            continue
+        if len(steps) == MAX_PLAN_STEPS:
+            break
+        index = len(steps) + 1
+        step_id = item.get("id")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        label = item.get("label")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        status = item.get("status")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        steps.append(
+            {
+                "id": step_id if isinstance(step_id, str) and step_id else f"step-{index}",
+                "label": label[:MAX_LABEL_CHARS] if isinstance(label, str) and label else f"Step {index}",
+                "status": status if status in STATUSES else "pending",
+            }
+        )
+    plan: dict[str, Any] = {"steps": steps}
+    title = src.get("title")
+    if isinstance(title, str) and title:
+        plan["title"] = title[:MAX_LABEL_CHARS]
+    return plan
+
+
+def _settled(plan: dict[str, Any] | None) -> bool:
+    steps = plan.get("steps", []) if plan else []
+    return bool(steps) and all(s["status"] in TERMINAL for s in steps)
+
+
+def settle(previous: dict[str, Any] | None, plan: dict[str, Any], owner_run_id: str | None) -> dict[str, Any]:
+    """Carry runtime marks from the previous plan and stamp `ownerRunId` and `settledAt` (HARNESS §7.1)."""
+    before = {s["id"]: s for s in (previous or {}).get("steps", [])}
+    for step in plan["steps"]:
+        old = before.get(step["id"])
+        if old and old.get("resolvedBy") == "runtime" and old["status"] == "done" and step["status"] == "done":
+            step["resolvedBy"] = "runtime"
+    same_ids = [s["id"] for s in (previous or {}).get("steps", [])] == [s["id"] for s in plan["steps"]]
+    if previous and _settled(previous) and _settled(plan) and same_ids and "ownerRunId" in previous:
+        owner_run_id = previous["ownerRunId"]
+    if owner_run_id is not None:
+        plan["ownerRunId"] = owner_run_id
+    if _settled(plan):
+        kept = previous.get("settledAt") if previous and _settled(previous) else None
+        same_owner = previous is not None and previous.get("ownerRunId") == plan.get("ownerRunId")
+        plan["settledAt"] = kept if kept is not None and same_owner else now_ms()
+    return plan
+
+
+def plan(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
+    """Replace the session's checklist."""
+    if ctx.session_id is None:
+        raise BadRequest("plan needs a conversation to attach the checklist to.")
+    sessions = ctx.harness.sessions
+    new = settle(sessions.get_plan(ctx.session_id), normalize_plan(arguments), owner_run_id=None)
+    sessions.set_plan(ctx.session_id, new)
+    count = len(new["steps"])
+    return VerbResult.of({"ok": True, "steps": count, "summary": f"Plan saved ({count} steps)."}, plan_markdown(new))
+
+
+def plan_markdown(plan: dict[str, Any]) -> str:
+    marks = {"pending": "[ ]", "running": "[~]", "done": "[x]", "failed": "[!]", "skipped": "[-]"}
+    lines = [f"# {plan['title']}", ""] if plan.get("title") else []
+    lines += [f"- {marks[s['status']]} {s['id']} · {s['label']} · {s['status']}" for s in plan.get("steps", [])]
+    return "\n".join(lines)

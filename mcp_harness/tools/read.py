@@ -1,0 +1,189 @@
+"""The `read` verb: one dispatcher keyed by the shape of the address (HARNESS §3, §11)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_harness.addresses import SUPPORTED_READ_FORMS, Address, parse_address
+from mcp_harness.errors import BadRequest, HarnessError, NotFound
+from mcp_harness.space.paths import normalize_memory_path
+from mcp_harness.tools import threads
+from mcp_harness.tools._unsupported import not_in_this_build
+from mcp_harness.tools.base import VerbContext, VerbResult, options_of
+from mcp_harness.tools.contracts import VERBS
+from mcp_harness.tools.plan import plan_markdown
+
+
+def read(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
+    """Read what `arguments["address"]` names."""
+    raw = arguments.get("address")
+    text = raw.strip() if isinstance(raw, str) else ""
+    if not text:
+        raise BadRequest(f"read requires an address. Supported: {SUPPORTED_READ_FORMS}.")
+    fmt = "json" if arguments.get("format") == "json" else "markdown"
+    address = parse_address(text)
+    if address is None:
+        raise BadRequest(f"Unrecognized address: {text}. Supported: {SUPPORTED_READ_FORMS}.")
+    options = options_of(arguments)
+    match address.kind:
+        case "memory":
+            return read_memory(ctx, address, fmt)
+        case "self":
+            return read_self(ctx, fmt)
+        case "tools":
+            return read_tools(address, fmt)
+        case "plan":
+            return read_plan(ctx, fmt)
+        case "thread" if address.listing:
+            return threads.list_threads(ctx, options, fmt)
+        case "thread":
+            return threads.read_thread(ctx, address.rest, fmt)
+        case _:
+            raise not_in_this_build(address.kind, SUPPORTED_READ_FORMS)
+
+
+def read_memory(ctx: VerbContext, address: Address, fmt: str) -> VerbResult:
+    memory = ctx.harness.memory(ctx.agent)
+    path = normalize_memory_path(address.rest, allow_root=True)
+    if address.listing or path == "":
+        return _listing(ctx, path, fmt)
+    try:
+        file = memory.read_file(path)
+    except HarnessError as original:
+        # A bare directory name reads as its listing; if that fails too, the file error is the honest one.
+        try:
+            return _listing(ctx, path, fmt)
+        except HarnessError:
+            raise original from None
+    entry = file.entry
+    data: dict[str, Any] = {"path": entry.path, "size": entry.size, "updatedAt": entry.updated_at}
+    if entry.mime_type:
+        data["mimeType"] = entry.mime_type
+    if file.text is None:
+        kind = f", {entry.mime_type}" if entry.mime_type else ""
+        data = {
+            "summary": f"{path} is a binary file ({entry.size} bytes{kind}); content not shown. Process it with a "
+            "sandboxed tool or publish it once those are available.",
+            **data,
+            "encoding": "binary",
+        }
+        return VerbResult.of(data, fmt=fmt)
+    data = {"summary": f"Read {path} ({entry.size} bytes).", **data, "encoding": "utf8", "content": file.text}
+    if fmt == "json":
+        return VerbResult.of(data, fmt=fmt)
+    return VerbResult(data, file.text)
+
+
+def _listing(ctx: VerbContext, path: str, fmt: str) -> VerbResult:
+    listing = ctx.harness.memory(ctx.agent).list_dir(path)
+    files = [e for e in listing.entries if e.type == "file"]
+    dirs = [e for e in listing.entries if e.type == "dir"]
+    where = f"{path}/" if path else "Memory root"
+    if not listing.entries:
+        summary = f"{where} is empty."
+    else:
+        summary = f"{where} holds {len(files)} file{'s' if len(files) != 1 else ''} ({listing.total_bytes} bytes)"
+        if dirs:
+            noun = "directory" if len(dirs) == 1 else "directories"
+            summary += f" and {len(dirs)} {noun} (read a directory address to see inside)"
+        summary += "."
+    data = {
+        "summary": summary,
+        "path": path,
+        "entries": [e.to_json() for e in listing.entries],
+        "totalBytes": listing.total_bytes,
+    }
+    lines = [
+        f"- {e.path}/ ({e.entry_count} entr{'y' if e.entry_count == 1 else 'ies'})" if e.type == "dir" else f"- {e.path} ({e.size} bytes)"
+        for e in listing.entries
+    ]
+    return VerbResult.of(data, "\n".join(lines) or None, fmt=fmt)
+
+
+def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
+    agent = ctx.agent
+    definition = agent.definition
+    summary_top = ctx.harness.memory(agent).summarize_top_level()
+    count = ctx.harness.agents.count_sessions(agent.id)
+    grants = ctx.harness.grants(definition)
+    data: dict[str, Any] = {
+        "summary": f'You are "{definition.name}" ({definition.model}) with 0 triggers and {count} '
+        f"conversation{'s' if count != 1 else ''}.",
+        "agentId": agent.id,
+        "name": definition.name,
+        "model": definition.model,
+        "modelProvider": definition.model_provider,
+    }
+    if definition.reasoning_level:
+        data["reasoningLevel"] = definition.reasoning_level
+    data["systemPrompt"] = definition.system_prompt
+    data["grants"] = grants
+    signing = [k for k in (definition.signing_key, *definition.signing_keys) if k]
+    if signing:
+        data["signingKeys"] = list(dict.fromkeys(signing))
+    if definition.metadata:
+        data["metadata"] = definition.metadata
+    data["triggers"] = []
+    data["memory"] = {"totalFiles": summary_top.total_files, "topLevel": summary_top.top_level}
+    data["sessionCount"] = count
+    data["guidance"] = [
+        "Your memory (~/memory/) is yours to read and write freely; writes replace whole files.",
+        "read ~/tools/ lists what you can do; read ~/tools/<name> gives a full contract.",
+        "read thread: lists your conversations; thread:<id> reads one.",
+        "Your definition (prompt, model, grants) is edited by your user, not by you.",
+    ]
+    memory_lines = "\n".join(f"- {line}" for line in summary_top.top_level) or "- (empty)"
+    body = (
+        f"## System prompt\n\n{definition.system_prompt}\n\n## Grants\n\n"
+        f"- callable tools: {', '.join(grants['callableTools']) or '(none in this build)'}\n"
+        f"- publish: {'yes' if grants['publish'] else 'no'}\n\n"
+        f"## Memory ({summary_top.total_files} files)\n\n{memory_lines}"
+    )
+    return VerbResult.of(data, body, fmt=fmt)
+
+
+def read_tools(address: Address, fmt: str) -> VerbResult:
+    if address.listing:
+        lines = [f"- {spec.summary_line()}" for spec in VERBS.values()]
+        lines += [
+            "",
+            "Read ~/tools/<name> for a full contract. Callable tools (search, web_search, execute) and authored "
+            "tools arrive in later builds.",
+        ]
+        data = {
+            "summary": f"{len(VERBS)} verbs and 0 callable tools.",
+            "markdown": "\n".join(lines),
+            "tools": [],
+            "verbs": list(VERBS),
+        }
+        return VerbResult.of(data, data["markdown"], fmt=fmt)
+    spec = VERBS.get(address.rest)
+    if spec is None:
+        raise NotFound(
+            f"No tool named {address.rest}. The tools here are the verbs {', '.join(VERBS)}; read ~/tools/ to list "
+            "them. Authored and callable tools are not available in this build."
+        )
+    data: dict[str, Any] = {
+        "summary": f"Contract of the {spec.name} verb.",
+        "name": spec.name,
+        "kind": "verb",
+        "description": spec.description,
+        "input": spec.input_schema,
+        "contract": spec.contract_markdown(),
+    }
+    if spec.output_schema is not None:
+        data["output"] = spec.output_schema
+    if fmt == "json":
+        return VerbResult.of(data, fmt=fmt)
+    return VerbResult(data, spec.contract_markdown())
+
+
+def read_plan(ctx: VerbContext, fmt: str) -> VerbResult:
+    plan = ctx.harness.sessions.get_plan(ctx.session_id) if ctx.session_id else None
+    steps: list[dict[str, Any]] = list(plan.get("steps", [])) if plan else []
+    if not steps:
+        data: dict[str, Any] = {"summary": "This conversation has no plan.", "steps": []}
+        return VerbResult.of(data, fmt=fmt)
+    settled = sum(1 for s in steps if s["status"] in ("done", "failed", "skipped"))
+    data = {"summary": f"Plan: {settled} of {len(steps)} steps settled.", **(plan or {})}
+    return VerbResult.of(data, plan_markdown(plan or {}), fmt=fmt)

@@ -1,0 +1,108 @@
+"""`read thread:` (this account's conversations) and `read thread:<id>` (one transcript), HARNESS §11.2."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp_harness.errors import BadRequest, NotFound
+from mcp_harness.store.sessions import EventRecord, SessionRecord
+from mcp_harness.tools.base import VerbContext, VerbResult
+
+THREAD_EVENT_WINDOW = 200
+MAX_TRANSCRIPT_CHARS = 262_144
+
+
+def _limit(options: dict[str, Any]) -> int:
+    raw = options.get("limit", 25)
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise BadRequest("thread: option limit must be a number from 1 to 100.")
+    return max(1, min(100, int(raw)))
+
+
+def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbResult:
+    unknown = sorted(set(options) - {"query", "agentId", "limit"})
+    if unknown:
+        raise BadRequest(f"thread: does not understand option(s) {', '.join(unknown)}. Supported: query, agentId, limit.")
+    limit = _limit(options)
+    agent_id = options.get("agentId")
+    if agent_id is not None and not isinstance(agent_id, str):
+        raise BadRequest("thread: option agentId must be a string (an agent id).")
+    query = options.get("query")
+    if query is not None and not isinstance(query, str):
+        raise BadRequest("thread: option query must be a string.")
+    sessions = ctx.harness.sessions
+    account = ctx.agent.account_id
+    if query and query.strip():
+        found = sessions.search(account, query, agent_id=agent_id or None, limit=limit)
+    else:
+        found = [(s, None) for s in sessions.list(account, agent_id=agent_id or None, limit=limit)]
+    names = {a.id: a.definition.name for a in ctx.harness.agents.list(account)}
+    entries = [_entry(s, snippet, names) for s, snippet in found]
+    summary = f"Found {len(entries)} thread{'s' if len(entries) != 1 else ''}"
+    summary += f' matching "{query.strip()}".' if query and query.strip() else ", newest first."
+    data = {"summary": summary, "threads": entries}
+    lines = [
+        f"- {e['thread']} — {e.get('title') or '(untitled)'} · {e['agent']} · {e['status']}"
+        + (f"\n  {e['snippet']}" if e.get("snippet") else "")
+        for e in entries
+    ]
+    return VerbResult.of(data, "\n".join(lines) or None, fmt=fmt)
+
+
+def _entry(s: SessionRecord, snippet: str | None, names: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"thread": f"thread:{s.id}"}
+    if s.title:
+        out["title"] = s.title
+    if s.description:
+        out["description"] = s.description
+    out.update({"agent": names.get(s.agent_id, s.agent_id), "agentId": s.agent_id, "status": s.status})
+    if s.parent_session_id:
+        out["parentThread"] = f"thread:{s.parent_session_id}"
+    out["updatedAt"] = s.updated_at
+    if snippet:
+        out["snippet"] = snippet
+    return out
+
+
+def render_event(event: EventRecord) -> str:
+    """One event as a transcript line (also used by `mcp-harness log`)."""
+    p = event.payload
+    match event.type:
+        case "message":
+            return f"**{p.get('role', 'user')}**: {p.get('content', '')}"
+        case "tool_call":
+            return f"→ tool call {p.get('name')} {json.dumps(p.get('input'), ensure_ascii=False)}"
+        case "tool_result":
+            if "error" in p:
+                return f"← tool result {p.get('name')} (error: {p['error']})"
+            output = p.get("output")
+            summary = output.get("summary") if isinstance(output, dict) else None
+            return f"← tool result {p.get('name')}" + (f": {summary}" if summary else "")
+        case "error":
+            return f"⚠ error: {p.get('message')}"
+        case other:
+            return f"({other})"
+
+
+def read_thread(ctx: VerbContext, session_id: str, fmt: str) -> VerbResult:
+    session = ctx.harness.sessions.find(session_id)
+    if session is None or session.account_id != ctx.agent.account_id:
+        raise NotFound(f"No thread {session_id}. read thread: lists the threads of this account.")
+    events = ctx.harness.sessions.events(session_id, last=THREAD_EVENT_WINDOW)
+    markdown = "\n\n".join(f"[{e.seq}] {e.actor}: {render_event(e)}" for e in events)
+    if len(markdown) > MAX_TRANSCRIPT_CHARS:
+        markdown = "[earlier events truncated]\n\n" + markdown[-MAX_TRANSCRIPT_CHARS:]
+    data: dict[str, Any] = {
+        "summary": f'Thread "{session.title or session.id}": {len(events)} recent event{"s" if len(events) != 1 else ""}.',
+        "sessionId": session.id,
+        "title": session.title,
+    }
+    if session.description:
+        data["description"] = session.description
+    data["markdown"] = markdown
+    if fmt == "json":
+        data["events"] = [
+            {"seq": e.seq, "type": e.type, "actor": e.actor, "createdAt": e.created_at, **e.payload} for e in events
+        ]
+    return VerbResult.of(data, markdown or "(no events yet)", fmt=fmt)
