@@ -240,7 +240,13 @@ def http_app(server: Server[ServerState], *, host: str, tokens: list[str], max_b
     manager = StreamableHTTPSessionManager(app=server, security_settings=security, max_request_body_size=max_body_bytes)
     mcp_asgi = StreamableHTTPASGIApp(manager)
 
-    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+    class Endpoint:
+        """A raw ASGI endpoint (a class, so Starlette routes every method to it rather than only GET)."""
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            await guarded(scope, receive, send)
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
         if tokens:
             header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
             presented = header[7:] if header.lower().startswith("bearer ") else ""
@@ -256,6 +262,7 @@ def http_app(server: Server[ServerState], *, host: str, tokens: list[str], max_b
         async with manager.run():
             yield
 
+    endpoint = Endpoint()
     routes = [Route("/mcp", endpoint=endpoint), Route("/mcp/sessions/{session_id}", endpoint=endpoint)]
     return Starlette(routes=routes, lifespan=lifespan)
 

@@ -6,6 +6,8 @@ from mcp_harness.errors import BadRequest
 
 MAX_MEMORY_PATH_DEPTH = 16
 MAX_MEMORY_PATH_BYTES = 512
+MAX_SEGMENT_BYTES = 255
+"""The file systems' own limit on one name, refused up front rather than failing on disk."""
 
 
 def normalize_memory_path(raw: object, *, allow_root: bool = False) -> str:
@@ -29,6 +31,11 @@ def normalize_memory_path(raw: object, *, allow_root: bool = False) -> str:
         raise BadRequest(
             f"Memory path is too deep ({len(segments)} segments); at most {MAX_MEMORY_PATH_DEPTH} are accepted."
         )
+    for segment in segments:
+        if len(segment.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES:
+            raise BadRequest(
+                f"Memory path segment {segment[:24]!r}… is too long; each name holds at most {MAX_SEGMENT_BYTES} bytes."
+            )
     path = "/".join(segments)
     try:
         size = len(path.encode("utf-8"))

@@ -1,0 +1,127 @@
+"""Per-call latency of `mcp-harness serve` over stdio, against a bare SDK server doing the least possible work.
+
+Why: the harness puts a verb dispatcher, input validation, a SQLite event log (a `tool_call` and a `tool_result`
+row per call) and a memory-file read behind every `read`. This measures what that costs a client end to end, over
+the same transport and SDK client as the baseline, so the ratio isolates the harness's own overhead.
+
+What: both servers are spawned once as stdio subprocesses with the SDK `Client`. The bare one (`bare_server.py`)
+answers `echo {"text": "hi"}`; the harness answers `read {"address": "~/memory/bench.txt"}` on a file written before
+timing starts, in a fresh temporary data dir. After a warm-up, N sequential calls are made to each, alternating
+between the servers in blocks so that machine noise lands on both alike. Prints p50 and p99 for each, their ratios,
+and whether the p50 ratio meets the target (harness / bare <= 1.3).
+
+Run: `.venv/bin/python bench/latency.py [--n 1000] [--blocks 10] [--warmup 50]`. Exits 1 if the target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+BARE_SERVER = Path(__file__).with_name("bare_server.py")
+BENCH_ADDRESS = "~/memory/bench.txt"
+BENCH_CONTENT = "hello"
+P50_TARGET = 1.3
+
+Call = Callable[[], Awaitable[None]]
+
+
+def bare_params() -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=[str(BARE_SERVER)])
+
+
+def harness_params(data_dir: Path) -> StdioServerParameters:
+    args = ["-m", "mcp_harness", "serve", "--data-dir", str(data_dir)]
+    return StdioServerParameters(command=sys.executable, args=args)
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """Nearest-rank percentile (`q` in 0..100) of non-empty `samples`."""
+    ordered = sorted(samples)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def block_sizes(n: int, blocks: int) -> list[int]:
+    """`n` split into `blocks` near-equal parts (empty parts dropped)."""
+    base, extra = divmod(n, blocks)
+    return [size for i in range(blocks) if (size := base + (1 if i < extra else 0)) > 0]
+
+
+async def timed(call: Call, count: int, into: list[float]) -> None:
+    """Make `count` sequential calls, appending each one's wall time in milliseconds to `into`."""
+    for _ in range(count):
+        start = time.perf_counter_ns()
+        await call()
+        into.append((time.perf_counter_ns() - start) / 1e6)
+
+
+def _text_of(result: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+async def run(n: int, blocks: int, warmup: int) -> bool:
+    with tempfile.TemporaryDirectory(prefix="mcp-harness-bench-") as tmp:
+        async with Client(bare_params()) as bare, Client(harness_params(Path(tmp))) as harness:
+            written = await harness.call_tool("write", {"address": BENCH_ADDRESS, "content": BENCH_CONTENT})
+            if written.is_error:
+                raise SystemExit(f"harness write failed: {_text_of(written)}")
+
+            async def call_bare() -> None:
+                await bare.call_tool("echo", {"text": "hi"})
+
+            async def call_harness() -> None:
+                result = await harness.call_tool("read", {"address": BENCH_ADDRESS})
+                if result.is_error:
+                    raise SystemExit(f"harness read failed: {_text_of(result)}")
+
+            first = await harness.call_tool("read", {"address": BENCH_ADDRESS})
+            if first.is_error or _text_of(first) != BENCH_CONTENT:
+                raise SystemExit(f"harness read returned {_text_of(first)!r}, expected {BENCH_CONTENT!r}")
+            discard: list[float] = []
+            await timed(call_bare, warmup, discard)
+            await timed(call_harness, warmup, discard)
+
+            bare_ms: list[float] = []
+            harness_ms: list[float] = []
+            for i, size in enumerate(block_sizes(n, blocks)):
+                # Alternate which server goes first, so neither always runs right after the other's burst.
+                pair = [(call_bare, bare_ms), (call_harness, harness_ms)]
+                for call, into in pair if i % 2 == 0 else reversed(pair):
+                    await timed(call, size, into)
+
+    b50, b99 = percentile(bare_ms, 50), percentile(bare_ms, 99)
+    h50, h99 = percentile(harness_ms, 50), percentile(harness_ms, 99)
+    met = h50 / b50 <= P50_TARGET
+    n_blocks = len(block_sizes(n, blocks))
+    print(f"calls: {len(bare_ms)} per server after {warmup} warm-up, in {n_blocks} alternating blocks")
+    print(f"bare    echo  p50 {b50:7.3f} ms   p99 {b99:7.3f} ms")
+    print(f"harness read  p50 {h50:7.3f} ms   p99 {h99:7.3f} ms")
+    print(f"ratio (harness / bare)  p50 {h50 / b50:.2f}   p99 {h99 / b99:.2f}")
+    print(f"p50 target <= {P50_TARGET}: {'met' if met else 'MISSED'}")
+    return met
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--n", type=int, default=1000, help="timed calls per server (default 1000)")
+    parser.add_argument("--blocks", type=int, default=10, help="alternating blocks of calls (default 10)")
+    parser.add_argument("--warmup", type=int, default=50, help="untimed calls per server first (default 50)")
+    args = parser.parse_args()
+    if args.n < 1 or args.blocks < 1 or args.warmup < 0:
+        parser.error("--n and --blocks must be at least 1, --warmup at least 0")
+    return 0 if anyio.run(run, args.n, args.blocks, args.warmup) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""Shared fixtures: a fresh data directory, a harness over it, and an in-memory MCP client of the server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from mcp_harness.config import load_settings
+from mcp_harness.harness import Harness
+from mcp_harness.server import build_server
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def harness(data_dir: Path) -> Iterator[Harness]:
+    h = Harness(load_settings(data_dir=data_dir))
+    yield h
+    h.close()
+
+
+@pytest.fixture(params=["legacy", "2026-07-28"])
+async def client(request: pytest.FixtureRequest, harness: Harness) -> AsyncIterator[Client]:
+    """An in-memory client, once per protocol era (handshake 2025-11-25 and stateless 2026-07-28)."""
+    async with Client(build_server(harness), mode=request.param) as c:
+        yield c
+
+
+async def call(c: Client, verb: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call a verb that must succeed; return its structured result."""
+    result = await c.call_tool(verb, arguments)
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def refused(c: Client, verb: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call a verb that must be refused; return `structuredContent.error` after checking the text matches it."""
+    result = await c.call_tool(verb, arguments)
+    assert result.is_error, result.structured_content
+    assert isinstance(result.structured_content, dict)
+    error = result.structured_content["error"]
+    assert set(error) == {"code", "status", "message"}
+    assert result.content[0].text == error["message"]  # pyright: ignore[reportAttributeAccessIssue]
+    return error
+
+
+def text_of(result: Any) -> str:
+    return result.content[0].text

@@ -1,0 +1,71 @@
+"""The `mcp-harness` command: agents, sessions and the event log, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mcp_harness.cli import main
+from mcp_harness.config import load_settings
+from mcp_harness.harness import Harness
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_agent_lifecycle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = str(tmp_path)
+    code, out, _ = run(capsys, "agent", "create", "researcher", "--data-dir", d, "--model-provider", "openai",
+                       "--model", "gpt-5.2", "--reasoning-level", "high", "--tools", "search,publish")
+    assert code == 0 and out.startswith("Created agent researcher (")
+    code, out, _ = run(capsys, "agent", "list", "--data-dir", d, "--json")
+    agents = json.loads(out)
+    assert [a["definition"]["name"] for a in agents] == ["researcher"]
+    assert agents[0]["definition"]["tools"] == ["search", "publish"]
+    code, out, _ = run(capsys, "agent", "show", "researcher", "--data-dir", d)
+    assert "reasoningLevel: high" in out and "sessions: 0" in out
+    code, out, _ = run(capsys, "agent", "update", "researcher", "--data-dir", d, "--rename", "scout", "--tools", "")
+    assert code == 0 and out == "Updated agent scout.\n"
+    code, out, _ = run(capsys, "agent", "show", "scout", "--data-dir", d, "--json")
+    assert json.loads(out)["definition"]["tools"] == []
+    code, _, err = run(capsys, "agent", "update", "scout", "--data-dir", d, "--reasoning-level", "huge")
+    assert code == 2 and "Reasoning level is invalid" in err
+    code, _, err = run(capsys, "agent", "create", "scout", "--data-dir", d)
+    assert code == 2 and "already exists" in err
+    code, out, _ = run(capsys, "agent", "delete", "scout", "--data-dir", d)
+    assert out == "Deleted agent scout.\n"
+    code, _, err = run(capsys, "agent", "show", "scout", "--data-dir", d)
+    assert code == 2 and "No agent named 'scout'" in err
+
+
+def test_sessions_and_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    h = Harness(load_settings(data_dir=tmp_path))
+    agent = h.agent()
+    s = h.sessions.create(h.account_id, agent.id, title="Planning")
+    h.sessions.append(s.id, {"type": "message", "role": "user", "content": "hello"}, "user")
+    h.sessions.append(s.id, {"type": "tool_call", "id": "c1", "name": "read", "input": {"address": "~/self"}}, "agent")
+    h.sessions.append(s.id, {"type": "tool_result", "toolCallId": "c1", "name": "read",
+                             "output": {"summary": "You are x."}}, "agent")
+    h.close()
+    code, out, _ = run(capsys, "sessions", "--data-dir", str(tmp_path))
+    assert code == 0 and s.id in out and "Planning" in out and "assistant" in out
+    code, out, _ = run(capsys, "log", s.id, "--data-dir", str(tmp_path))
+    lines = out.splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["user", "agent", "agent"]
+    assert lines[0].endswith("**user**: hello") and lines[2].endswith("← tool result read: You are x.")
+    code, out, _ = run(capsys, "log", s.id, "--data-dir", str(tmp_path), "--json")
+    assert [json.loads(line)["type"] for line in out.splitlines()] == ["message", "tool_call", "tool_result"]
+    code, _, err = run(capsys, "log", "nope", "--data-dir", str(tmp_path))
+    assert code == 2 and "No thread nope" in err
+
+
+def test_bad_config_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[agent]\nnmae = 'typo'\n", encoding="utf-8")
+    code, _, err = run(capsys, "sessions", "--config", str(cfg), "--data-dir", str(tmp_path))
+    assert code == 2 and "agent.nmae" in err and "config.example.toml" in err

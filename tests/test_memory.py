@@ -1,0 +1,153 @@
+"""`read`/`write` of `~/memory/…` through the MCP client: path rules, shapes, refusals (HARNESS §3)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from mcp import Client
+
+from mcp_harness.harness import Harness
+from tests.conftest import call, refused, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_write_then_read_returns_content_and_metadata(client: Client) -> None:
+    wrote = await call(client, "write", {"address": "~/memory/notes/today.md", "content": "# Hi\nthere"})
+    assert wrote["summary"] == "Wrote notes/today.md (10 bytes)."
+    assert wrote["path"] == "notes/today.md" and wrote["size"] == 10 and wrote["mimeType"] == "text/markdown"
+    result = await client.call_tool("read", {"address": "~/memory/notes/today.md"})
+    assert text_of(result) == "# Hi\nthere"
+    data = result.structured_content
+    assert data is not None
+    assert data["content"] == "# Hi\nthere" and data["encoding"] == "utf8"
+    assert data["summary"] == "Read notes/today.md (10 bytes)."
+
+
+async def test_equivalent_spellings_normalize_to_one_path(client: Client) -> None:
+    await call(client, "write", {"address": "~/memory//notes/./deep\\file.txt", "content": "x"})
+    data = await call(client, "read", {"address": "~/memory/notes/deep/file.txt"})
+    assert data["path"] == "notes/deep/file.txt"
+    via_uri = await call(client, "read", {"address": "harness://memory/notes/deep/file.txt"})
+    assert via_uri["content"] == "x"
+
+
+@pytest.mark.parametrize(
+    ("path", "fragment"),
+    [
+        ("a\x00b", "invalid character"),
+        ("../outside.txt", '".."'),
+        ("notes/../../etc/passwd", '".."'),
+        ("/".join(["d"] * 17), "too deep"),
+        ("x" * 200 + "/" + "y" * 200 + "/" + "z" * 112, "too long"),
+        ("n" * 256, "each name holds at most 255 bytes"),
+        ("", "Memory path is required"),
+    ],
+)
+async def test_adversarial_paths_are_refused_with_a_reason(client: Client, path: str, fragment: str) -> None:
+    error = await refused(client, "write", {"address": f"~/memory/{path}", "content": "x"})
+    assert error["status"] == 400 and fragment in error["message"]
+
+
+async def test_depth_sixteen_and_512_bytes_are_accepted(client: Client) -> None:
+    await call(client, "write", {"address": "~/memory/" + "/".join(["d"] * 16), "content": "deep"})
+    await call(client, "write", {"address": "~/memory/" + "y" * 255 + "/" + "z" * 254 + "/w", "content": "long"})
+
+
+async def test_symlinks_are_never_followed(client: Client, harness: Harness, tmp_path: os.PathLike[str]) -> None:
+    await call(client, "write", {"address": "~/memory/keep.txt", "content": "k"})
+    root = harness.agent().memory_dir
+    secret = os.path.join(tmp_path, "secret.txt")
+    with open(secret, "w", encoding="utf-8") as fh:
+        fh.write("top secret")
+    os.symlink(secret, root / "link.txt")
+    os.symlink(os.path.dirname(secret), root / "linkdir")
+    error = await refused(client, "read", {"address": "~/memory/link.txt"})
+    assert error["status"] == 404
+    error = await refused(client, "read", {"address": "~/memory/linkdir/secret.txt"})
+    assert error["status"] == 404
+    error = await refused(client, "write", {"address": "~/memory/link.txt", "content": "overwrite"})
+    assert error["status"] == 400 and "symlink" in error["message"]
+    error = await refused(client, "write", {"address": "~/memory/linkdir/new.txt", "content": "escape"})
+    assert error["status"] == 400
+    listing = await call(client, "read", {"address": "~/memory/"})
+    assert [e["path"] for e in listing["entries"]] == ["keep.txt"]
+    with open(secret, encoding="utf-8") as fh:
+        assert fh.read() == "top secret"
+    assert not os.path.exists(os.path.join(os.path.dirname(secret), "new.txt"))
+    deleted = await call(client, "write", {"address": "~/memory/linkdir", "options": {"delete": True}})
+    assert deleted["deleted"] is True and os.path.exists(secret)
+
+
+async def test_listing_shapes_and_summaries(client: Client) -> None:
+    empty = await call(client, "read", {"address": "~/memory/"})
+    assert empty == {"summary": "Memory root is empty.", "path": "", "entries": [], "totalBytes": 0}
+    await call(client, "write", {"address": "~/memory/a.txt", "content": "12345"})
+    await call(client, "write", {"address": "~/memory/docs/b.md", "content": "b"})
+    await call(client, "write", {"address": "~/memory/docs/c.md", "content": "cc"})
+    root = await call(client, "read", {"address": "~/memory"})
+    assert root["summary"] == (
+        "Memory root holds 1 file (5 bytes) and 1 directory (read a directory address to see inside)."
+    )
+    assert [(e["path"], e["type"], e["size"]) for e in root["entries"]] == [("a.txt", "file", 5), ("docs", "dir", 0)]
+    assert root["entries"][1]["entryCount"] == 2
+    docs = await call(client, "read", {"address": "~/memory/docs/"})
+    assert docs["summary"] == "docs/ holds 2 files (3 bytes)." and docs["totalBytes"] == 3
+    bare = await call(client, "read", {"address": "~/memory/docs"})
+    assert bare["entries"] == docs["entries"]
+
+
+async def test_missing_file_reports_the_file_error(client: Client) -> None:
+    error = await refused(client, "read", {"address": "~/memory/nope.txt"})
+    assert error == {"code": "not_found", "status": 404, "message": "Memory file not found: nope.txt"}
+    await call(client, "write", {"address": "~/memory/f.txt", "content": "x"})
+    error = await refused(client, "read", {"address": "~/memory/f.txt/"})
+    assert error["status"] == 400 and "is a file" in error["message"]
+
+
+async def test_binary_files_are_metadata_only(client: Client, harness: Harness) -> None:
+    root = harness.agent().memory_dir
+    (root / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    data = await call(client, "read", {"address": "~/memory/img.png"})
+    assert data["encoding"] == "binary" and "content" not in data and data["mimeType"] == "image/png"
+    assert data["summary"].startswith("img.png is a binary file (16 bytes, image/png); content not shown.")
+    latin = await call(client, "read", {"address": "~/memory/latin1.txt"})
+    assert latin["encoding"] == "binary" and "content" not in latin
+
+
+async def test_write_replaces_the_whole_file(client: Client) -> None:
+    await call(client, "write", {"address": "~/memory/f.txt", "content": "a long first version"})
+    await call(client, "write", {"address": "~/memory/f.txt", "content": "short"})
+    assert (await call(client, "read", {"address": "~/memory/f.txt"}))["content"] == "short"
+
+
+async def test_delete_removes_files_and_trees_and_reports_nothing(client: Client) -> None:
+    await call(client, "write", {"address": "~/memory/t/one.txt", "content": "1"})
+    await call(client, "write", {"address": "~/memory/t/sub/two.txt", "content": "2"})
+    gone = await call(client, "write", {"address": "~/memory/t", "options": {"delete": True}})
+    assert gone == {"summary": "Deleted t.", "path": "t", "deleted": True}
+    again = await call(client, "write", {"address": "~/memory/t", "options": {"delete": True}})
+    assert again == {"summary": "Nothing existed at t.", "path": "t", "deleted": False}
+    error = await refused(client, "write", {"address": "~/memory/", "options": {"delete": True}})
+    assert "Memory path is required" in error["message"]
+
+
+async def test_write_refusals_name_the_supported_set(client: Client) -> None:
+    error = await refused(client, "write", {"address": "~/memory/x", "content": "c", "options": {"append": True}})
+    assert error["message"] == (
+        'write ~/memory does not understand option "append". Supported options: delete, fromUrl, fromAttachment.'
+    )
+    for key, value in (("fromUrl", "https://example.org/x"), ("fromAttachment", "ab" * 32)):
+        error = await refused(client, "write", {"address": "~/memory/x", "options": {key: value}})
+        assert key in error["message"] and "not available in this build" in error["message"]
+    error = await refused(client, "write", {"address": "~/memory/x"})
+    assert error["message"].startswith("write to ~/memory requires content")
+    error = await refused(client, "write", {"address": "~/memory/x", "content": "c", "dryRun": True})
+    assert "dryRun is only for hm://" in error["message"]
+    error = await refused(client, "write", {"address": "~/memory/x", "content": 5})
+    assert "$.content" in error["message"] and "Accepted fields" in error["message"]
+    await call(client, "write", {"address": "~/memory/d2/f", "content": "c"})
+    error = await refused(client, "write", {"address": "~/memory/d2", "content": "c"})
+    assert "is a directory" in error["message"]

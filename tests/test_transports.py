@@ -1,0 +1,159 @@
+"""Real transports: one stdio subprocess and one Streamable HTTP server on loopback, in both protocol eras."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import cbor2
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from mcp_harness.config import load_settings
+from mcp_harness.harness import Harness
+from mcp_harness.server import build_server, http_app
+from tests.conftest import call
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_stdio_subprocess_serves_verbs_and_stdout_is_only_json_rpc(tmp_path: Path) -> None:
+    env = {**os.environ, "MCP_HARNESS_DATA_DIR": str(tmp_path)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_harness", "serve"], env=env)
+    with anyio.fail_after(30):
+        async with Client(params, mode="legacy") as c:
+            assert [t.name for t in (await c.list_tools()).tools] == ["read", "write", "call", "delegate", "plan"]
+            await call(c, "write", {"address": "~/memory/from-stdio.txt", "content": "over stdio"})
+            assert (await call(c, "read", {"address": "~/memory/from-stdio.txt"}))["content"] == "over stdio"
+    # The same server, driven by hand, so every byte it writes to stdout can be checked.
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+         "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read", "arguments": {"address": "~/self"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read", "arguments": {"address": "../x"}}},
+    ]
+    replies: list[dict[str, object]] = []
+    with anyio.fail_after(30):
+        async with await anyio.open_process(
+            [sys.executable, "-m", "mcp_harness", "serve"], env=env, stderr=subprocess.DEVNULL
+        ) as proc:
+            assert proc.stdin is not None and proc.stdout is not None
+            await proc.stdin.send("".join(json.dumps(m) + "\n" for m in messages).encode())
+            buffer = b""
+            async for chunk in proc.stdout:
+                buffer += chunk
+                *done, buffer = buffer.split(b"\n")
+                replies += [json.loads(line) for line in done if line.strip()]  # each line must parse as JSON
+                if {r.get("id") for r in replies} >= {1, 2, 3}:
+                    break
+            await proc.stdin.aclose()
+            await proc.wait()
+    assert all(r["jsonrpc"] == "2.0" for r in replies)
+    by_id: dict[object, Any] = {r["id"]: r for r in replies if "id" in r}
+    assert set(by_id) == {1, 2, 3}
+    assert by_id[2]["result"]["isError"] is False and by_id[3]["result"]["isError"] is True
+    assert buffer.strip() == b""
+    # Two processes, two sessions, each with its own log.
+    h = Harness(load_settings(data_dir=tmp_path))
+    sessions = h.sessions.list(h.account_id)
+    assert len(sessions) == 2 and all(s.kind == "conversation" for s in sessions)
+    h.close()
+
+
+@pytest.fixture
+async def http_server(tmp_path: Path) -> AsyncIterator[tuple[str, Harness]]:
+    harness = Harness(load_settings(data_dir=tmp_path))
+    app = http_app(build_server(harness), host="127.0.0.1", tokens=[], max_body_bytes=1 << 20)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(10):
+            while not server.started:
+                await anyio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}", harness
+        server.should_exit = True
+    harness.close()
+
+
+async def test_http_binds_sessions_per_design(http_server: tuple[str, Harness]) -> None:
+    base, harness = http_server
+    with anyio.fail_after(30):
+        # Handshake era on /mcp: each MCP session gets its own harness session.
+        for _ in range(2):
+            async with Client(f"{base}/mcp", mode="legacy") as c:
+                assert c.protocol_version == "2025-11-25"
+                await call(c, "write", {"address": "~/memory/h.txt", "content": "legacy"})
+        # Stateless era on /mcp: every request lands in the agent's standing session.
+        for _ in range(2):
+            async with Client(f"{base}/mcp", mode="2026-07-28") as c:
+                await call(c, "read", {"address": "~/memory/h.txt"})
+        sessions = harness.sessions.list(harness.account_id)
+        kinds = sorted(s.kind for s in sessions)
+        assert kinds == ["conversation", "conversation", "standing"]
+        standing = next(s for s in sessions if s.kind == "standing")
+        assert [e.payload["name"] for e in harness.sessions.events(standing.id)] == ["read"] * 4
+        # /mcp/sessions/{id} binds every request to that session, in both eras.
+        target = next(s for s in sessions if s.kind == "conversation")
+        before = len(harness.sessions.events(target.id))
+        for mode in ("legacy", "2026-07-28"):
+            async with Client(f"{base}/mcp/sessions/{target.id}", mode=mode) as c:
+                await call(c, "read", {"address": "~/self"})
+        assert len(harness.sessions.events(target.id)) == before + 4
+        async with Client(f"{base}/mcp/sessions/no-such-session", mode="2026-07-28") as c:
+            result = await c.call_tool("read", {"address": "~/self"})
+            assert result.is_error and "No thread no-such-session" in result.content[0].text  # pyright: ignore
+
+
+async def test_child_sessions_list_return_result_with_the_parents_schema(http_server: tuple[str, Harness]) -> None:
+    base, harness = http_server
+    agent = harness.agent()
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    with harness.db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO runs (id, account_id, root_run_id, kind, agent_id, origin, title, status, input_cbor, "
+            "created_at, updated_at) VALUES ('r1', ?, 'r1', 'agent', ?, 'agent', 'child', 'running', ?, 0, 0)",
+            (harness.account_id, agent.id, cbor2.dumps({"spec": {"input": "brief", "output": schema}})),
+        )
+    child = harness.sessions.create(harness.account_id, agent.id, kind="child", run_id="r1")
+    plain = harness.sessions.create(harness.account_id, agent.id)
+    with anyio.fail_after(30):
+        for mode in ("legacy", "2026-07-28"):
+            async with Client(f"{base}/mcp/sessions/{child.id}", mode=mode) as c:
+                tools = {t.name: t for t in (await c.list_tools()).tools}
+                assert list(tools) == ["read", "write", "call", "delegate", "plan", "return_result"]
+                assert tools["return_result"].input_schema == schema
+            async with Client(f"{base}/mcp/sessions/{plain.id}", mode=mode) as c:
+                assert "return_result" not in [t.name for t in (await c.list_tools()).tools]
+            async with Client(f"{base}/mcp", mode=mode) as c:
+                assert "return_result" not in [t.name for t in (await c.list_tools()).tools]
+
+
+def test_non_loopback_http_requires_tokens(harness: Harness) -> None:
+    from mcp_harness.errors import BadRequest
+
+    with pytest.raises(BadRequest) as info:
+        http_app(build_server(harness), host="0.0.0.0", tokens=[], max_body_bytes=1024)
+    assert "bearer tokens" in info.value.message
+
+
+async def test_bearer_tokens_are_enforced(tmp_path: Path) -> None:
+    import httpx2
+
+    harness = Harness(load_settings(data_dir=tmp_path))
+    app = http_app(build_server(harness), host="127.0.0.1", tokens=["s3cret"], max_body_bytes=1 << 20)
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:9") as http:
+        response = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert response.status_code == 401
+    harness.close()
