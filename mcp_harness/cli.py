@@ -41,8 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve MCP over stdio (default) or Streamable HTTP")
     _common(serve)
-    serve.add_argument("--http", nargs="?", const=DEFAULT_HTTP, metavar="HOST:PORT",
-                       help=f"serve Streamable HTTP (default {DEFAULT_HTTP})")
+    serve.add_argument(
+        "--http",
+        nargs="?",
+        const=DEFAULT_HTTP,
+        metavar="HOST:PORT",
+        help=f"serve Streamable HTTP (default {DEFAULT_HTTP})",
+    )
     serve.add_argument("--agent", help="agent name or id (default: the configured agent)")
     serve.add_argument("--session", help="bind stdio to this existing session id")
 
@@ -110,7 +115,9 @@ def _agent_command(args: argparse.Namespace, out: Any) -> int:
             if args.json:
                 print(json.dumps([r.to_json() for r in records], indent=2), file=out)
             elif not records:
-                print("No agents yet. `mcp-harness agent create NAME` makes one; serving creates the default.", file=out)
+                print(
+                    "No agents yet. `mcp-harness agent create NAME` makes one; serving creates the default.", file=out
+                )
             for r in records if not args.json else []:
                 d = r.definition
                 print(f"{d.name}\t{r.id}\t{d.model_provider}/{d.model}\tupdated {_fmt_time(r.updated_at)}", file=out)
@@ -119,8 +126,10 @@ def _agent_command(args: argparse.Namespace, out: Any) -> int:
             base = harness.default_definition().to_json()
             raw = {**base, "name": args.name, **_edits(args)}
             record = harness.agents.create(harness.account_id, normalize_definition(raw))
-            print(json.dumps(record.to_json(), indent=2) if args.json else f"Created agent {args.name} ({record.id}).",
-                  file=out)
+            print(
+                json.dumps(record.to_json(), indent=2) if args.json else f"Created agent {args.name} ({record.id}).",
+                file=out,
+            )
             return 0
         record = harness.agents.find(harness.account_id, args.name)
         if record is None:
@@ -142,8 +151,10 @@ def _agent_command(args: argparse.Namespace, out: Any) -> int:
             if args.rename:
                 raw["name"] = args.rename
             updated = harness.agents.update(record.id, normalize_definition(raw))
-            print(json.dumps(updated.to_json(), indent=2) if args.json else f"Updated agent {updated.definition.name}.",
-                  file=out)
+            print(
+                json.dumps(updated.to_json(), indent=2) if args.json else f"Updated agent {updated.definition.name}.",
+                file=out,
+            )
             return 0
         harness.agents.delete(record.id)
         print(json.dumps({"deleted": record.id}) if args.json else f"Deleted agent {record.definition.name}.", file=out)
@@ -167,11 +178,24 @@ def _sessions_command(args: argparse.Namespace, out: Any) -> int:
         records = harness.sessions.list(harness.account_id, agent_id=agent_id, limit=max(1, args.limit))
         for s in records:
             if args.json:
-                print(json.dumps({"id": s.id, "agent": names.get(s.agent_id), "kind": s.kind, "title": s.title,
-                                  "updatedAt": s.updated_at}), file=out)
+                print(
+                    json.dumps(
+                        {
+                            "id": s.id,
+                            "agent": names.get(s.agent_id),
+                            "kind": s.kind,
+                            "title": s.title,
+                            "updatedAt": s.updated_at,
+                        }
+                    ),
+                    file=out,
+                )
             else:
-                print(f"{s.id}\t{names.get(s.agent_id, s.agent_id)}\t{s.kind}\t{_fmt_time(s.updated_at)}\t"
-                      f"{s.title or ''}", file=out)
+                print(
+                    f"{s.id}\t{names.get(s.agent_id, s.agent_id)}\t{s.kind}\t{_fmt_time(s.updated_at)}\t"
+                    f"{s.title or ''}",
+                    file=out,
+                )
         if not records and not args.json:
             print("No sessions yet.", file=out)
         return 0
@@ -188,8 +212,12 @@ def _log_command(args: argparse.Namespace, out: Any) -> int:
         harness.sessions.get(args.session)
         for e in harness.sessions.events(args.session):
             if args.json:
-                print(json.dumps({"seq": e.seq, "actor": e.actor, "createdAt": e.created_at, **e.payload},
-                                 ensure_ascii=False), file=out)
+                print(
+                    json.dumps(
+                        {"seq": e.seq, "actor": e.actor, "createdAt": e.created_at, **e.payload}, ensure_ascii=False
+                    ),
+                    file=out,
+                )
             else:
                 print(f"{e.actor}\t{e.seq}\t{_fmt_time(e.created_at)}\t{render_event(e)}", file=out)
         return 0
@@ -215,12 +243,19 @@ def _serve_command(args: argparse.Namespace) -> int:
         if not host or not port.isdigit():
             raise BadRequest(f"--http takes HOST:PORT, like {DEFAULT_HTTP}; got {args.http!r}.")
         host = host.strip("[]")
-        print(f"mcp-harness {__version__} serving Streamable HTTP at http://{args.http}/mcp "
-              f"(data: {settings.data_dir})", file=sys.stderr)
+        print(
+            f"mcp-harness {__version__} serving Streamable HTTP at http://{args.http}/mcp (data: {settings.data_dir})",
+            file=sys.stderr,
+        )
 
         async def run() -> None:
-            await serve_http(server, host=host, port=int(port), tokens=settings.server.tokens,
-                             max_body_bytes=settings.server.max_body_bytes)
+            await serve_http(
+                server,
+                host=host,
+                port=int(port),
+                tokens=settings.server.tokens,
+                max_body_bytes=settings.server.max_body_bytes,
+            )
 
         anyio.run(run)
         return 0
@@ -232,7 +267,9 @@ def _serve_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `mcp-harness` console script."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     args = build_parser().parse_args(argv)
     try:
         if args.command == "serve":

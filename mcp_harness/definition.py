@@ -99,7 +99,7 @@ def _tools(value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise BadRequest("Tools must be a list of tool names, like [\"search\", \"execute\", \"publish\"].")
+        raise BadRequest('Tools must be a list of tool names, like ["search", "execute", "publish"].')
     items: list[Any] = list(value)  # pyright: ignore[reportUnknownArgumentType]
     if len(items) > MAX_TOOL_COUNT:
         raise BadRequest(f"Too many tools ({len(items)}); at most {MAX_TOOL_COUNT} are accepted.")
@@ -166,7 +166,11 @@ def _prompt(value: object) -> str:
 def _flatten_blocks(nodes: list[Any], out: list[str]) -> None:
     for node in nodes:
         block = node.get("block") if isinstance(node, dict) else None
-        if not isinstance(block, dict) or not isinstance(block.get("id"), str) or not isinstance(block.get("type"), str):  # pyright: ignore[reportUnknownMemberType]
+        if (
+            not isinstance(block, dict)
+            or not isinstance(block.get("id"), str)
+            or not isinstance(block.get("type"), str)
+        ):  # pyright: ignore[reportUnknownMemberType]
             raise BadRequest("System prompt blocks are invalid: each needs {block: {id, type, text?}, children?}.")
         text = block.get("text")  # pyright: ignore[reportUnknownMemberType]
         if isinstance(text, str) and text:

@@ -96,7 +96,9 @@ class Harness:
             return found
         if name_or_id is not None and name_or_id != self.settings.agent.name:
             names = ", ".join(a.definition.name for a in self.agents.list(self.account_id)) or "(none)"
-            raise BadRequest(f"No agent named {name_or_id!r}. Agents: {names}. Create one with `mcp-harness agent create`.")
+            raise BadRequest(
+                f"No agent named {name_or_id!r}. Agents: {names}. Create one with `mcp-harness agent create`."
+            )
         return self.agents.create(self.account_id, self.default_definition())
 
     def memory(self, agent: AgentRecord) -> MemoryStore:
@@ -113,7 +115,9 @@ class Harness:
 
     # -- verbs ---------------------------------------------------------------------------------------------
 
-    def invoke_sync(self, ctx: VerbContext, verb: str, arguments: dict[str, Any]) -> tuple[VerbResult | None, HarnessError | None]:
+    def invoke_sync(
+        self, ctx: VerbContext, verb: str, arguments: dict[str, Any]
+    ) -> tuple[VerbResult | None, HarnessError | None]:
         """Run one verb call with its log events. Returns the result or the refusal (never raises a HarnessError)."""
         logged = ctx.session_id is not None and verb not in UNLOGGED_VERBS
         call_id = new_id()
@@ -185,14 +189,18 @@ class SessionBinding:
         agent = self.harness.agents.get(self.agent_id)
         return VerbContext(harness=self.harness, agent=agent, session_id=self.session_id, actor=actor)
 
-    def _invoke_sync(self, verb: str, arguments: dict[str, Any], actor: Actor) -> tuple[VerbResult | None, HarnessError | None]:
+    def _invoke_sync(
+        self, verb: str, arguments: dict[str, Any], actor: Actor
+    ) -> tuple[VerbResult | None, HarnessError | None]:
         try:
             ctx = self.context_sync(actor)
         except HarnessError as exc:
             return None, exc
         return self.harness.invoke_sync(ctx, verb, arguments)
 
-    async def invoke(self, verb: str, arguments: dict[str, Any], actor: Actor = "agent") -> tuple[VerbResult | None, HarnessError | None]:
+    async def invoke(
+        self, verb: str, arguments: dict[str, Any], actor: Actor = "agent"
+    ) -> tuple[VerbResult | None, HarnessError | None]:
         """Run a verb on this binding's session: one hop off the event loop for the whole call."""
         return await anyio.to_thread.run_sync(self._invoke_sync, verb, arguments, actor)
 

@@ -251,8 +251,11 @@ def http_app(server: Server[ServerState], *, host: str, tokens: list[str], max_b
             header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
             presented = header[7:] if header.lower().startswith("bearer ") else ""
             if not any(hmac.compare_digest(presented, t) for t in tokens):
-                response = JSONResponse({"error": "A valid bearer token is required."}, status_code=401,
-                                        headers={"WWW-Authenticate": "Bearer"})
+                response = JSONResponse(
+                    {"error": "A valid bearer token is required."},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
                 await response(scope, receive, send)
                 return
         await mcp_asgi(scope, receive, send)
@@ -267,7 +270,9 @@ def http_app(server: Server[ServerState], *, host: str, tokens: list[str], max_b
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-async def serve_http(server: Server[ServerState], *, host: str, port: int, tokens: list[str], max_body_bytes: int) -> None:
+async def serve_http(
+    server: Server[ServerState], *, host: str, port: int, tokens: list[str], max_body_bytes: int
+) -> None:
     """Serve Streamable HTTP until interrupted."""
     import uvicorn
 

@@ -20,8 +20,22 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_agent_lifecycle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = str(tmp_path)
-    code, out, _ = run(capsys, "agent", "create", "researcher", "--data-dir", d, "--model-provider", "openai",
-                       "--model", "gpt-5.2", "--reasoning-level", "high", "--tools", "search,publish")
+    code, out, _ = run(
+        capsys,
+        "agent",
+        "create",
+        "researcher",
+        "--data-dir",
+        d,
+        "--model-provider",
+        "openai",
+        "--model",
+        "gpt-5.2",
+        "--reasoning-level",
+        "high",
+        "--tools",
+        "search,publish",
+    )
     assert code == 0 and out.startswith("Created agent researcher (")
     code, out, _ = run(capsys, "agent", "list", "--data-dir", d, "--json")
     agents = json.loads(out)
@@ -49,8 +63,9 @@ def test_sessions_and_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     s = h.sessions.create(h.account_id, agent.id, title="Planning")
     h.sessions.append(s.id, {"type": "message", "role": "user", "content": "hello"}, "user")
     h.sessions.append(s.id, {"type": "tool_call", "id": "c1", "name": "read", "input": {"address": "~/self"}}, "agent")
-    h.sessions.append(s.id, {"type": "tool_result", "toolCallId": "c1", "name": "read",
-                             "output": {"summary": "You are x."}}, "agent")
+    h.sessions.append(
+        s.id, {"type": "tool_result", "toolCallId": "c1", "name": "read", "output": {"summary": "You are x."}}, "agent"
+    )
     h.close()
     code, out, _ = run(capsys, "sessions", "--data-dir", str(tmp_path))
     assert code == 0 and s.id in out and "Planning" in out and "assistant" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -66,7 +67,9 @@ async def test_every_verb_call_is_logged_with_actor_agent(client: Client, harnes
         ("write", {"address": "ipfs://", "options": {"fromPath": "~/memory/a"}}, "IPFS"),
     ],
 )
-async def test_later_capabilities_are_refused_clearly(client: Client, verb: str, arguments: dict[str, object], fragment: str) -> None:
+async def test_later_capabilities_are_refused_clearly(
+    client: Client, verb: str, arguments: dict[str, object], fragment: str
+) -> None:
     error = await refused(client, verb, arguments)
     assert error["status"] == 400
     assert fragment in error["message"] and "not available in this build" in error["message"]
@@ -122,7 +125,9 @@ async def test_tools_listing_and_contracts(client: Client) -> None:
 async def test_thread_listing_search_and_transcript(client: Client, harness: Harness) -> None:
     agent = harness.agent()
     other = harness.sessions.create(harness.account_id, agent.id, title="Billing migration")
-    harness.sessions.append(other.id, {"type": "message", "role": "user", "content": "please move the cron job"}, "user")
+    harness.sessions.append(
+        other.id, {"type": "message", "role": "user", "content": "please move the cron job"}, "user"
+    )
     await call(client, "write", {"address": "~/memory/a.txt", "content": "x"})
     listing = await call(client, "read", {"address": "thread:"})
     assert len(listing["threads"]) == 2
@@ -164,12 +169,18 @@ async def test_plan_replaces_the_checklist_and_writes_no_event(client: Client, h
         "steps": 2,
         "summary": "Plan saved (2 steps).",
     }
-    resource = await client.read_resource("harness://plan")
-    assert resource.contents[0].text == "Plan: 1 of 2 steps settled.\n\n# Report\n\n- [x] s1 · Gather · done\n- [~] s2 · Write · running"  # pyright: ignore[reportAttributeAccessIssue]
+    resource = (await client.read_resource("harness://plan")).contents[0]
+    assert isinstance(resource, types.TextResourceContents)
+    assert (
+        resource.text
+        == "Plan: 1 of 2 steps settled.\n\n# Report\n\n- [x] s1 · Gather · done\n- [~] s2 · Write · running"
+    )
     await call(client, "plan", {"steps": [{"id": "s3", "label": "Only", "status": "pending"}]})
     data = await call(client, "read", {"address": "harness://plan", "format": "json"})
     assert data["steps"] == [{"id": "s3", "label": "Only", "status": "pending"}] and "title" not in data
-    error = await refused(client, "plan", {"steps": [{"id": "s1", "label": "x", "status": "done", "resolvedBy": "runtime"}]})
+    error = await refused(
+        client, "plan", {"steps": [{"id": "s1", "label": "x", "status": "done", "resolvedBy": "runtime"}]}
+    )
     assert "resolvedBy" in error["message"]
     error = await refused(client, "plan", {"steps": [{"id": "s1", "label": "x", "status": "finished"}]})
     assert "$.steps[0].status" in error["message"]

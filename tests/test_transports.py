@@ -35,11 +35,29 @@ async def test_stdio_subprocess_serves_verbs_and_stdout_is_only_json_rpc(tmp_pat
             assert (await call(c, "read", {"address": "~/memory/from-stdio.txt"}))["content"] == "over stdio"
     # The same server, driven by hand, so every byte it writes to stdout can be checked.
     messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-         "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read", "arguments": {"address": "~/self"}}},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read", "arguments": {"address": "../x"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "read", "arguments": {"address": "~/self"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "read", "arguments": {"address": "../x"}},
+        },
     ]
     replies: list[dict[str, object]] = []
     with anyio.fail_after(30):

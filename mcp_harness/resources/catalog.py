@@ -49,18 +49,34 @@ RESOURCE_TEMPLATES = [
 
 def _static(binding: SessionBinding) -> list[types.Resource]:
     out = [
-        types.Resource(name="self", title="This agent", uri=SELF_URI, mime_type="text/markdown",
-                       description="The agent's definition, grants and memory summary."),
-        types.Resource(name="plan", title="This session's plan", uri=PLAN_URI, mime_type="text/markdown",
-                       description="The checklist kept with the plan verb."),
+        types.Resource(
+            name="self",
+            title="This agent",
+            uri=SELF_URI,
+            mime_type="text/markdown",
+            description="The agent's definition, grants and memory summary.",
+        ),
+        types.Resource(
+            name="plan",
+            title="This session's plan",
+            uri=PLAN_URI,
+            mime_type="text/markdown",
+            description="The checklist kept with the plan verb.",
+        ),
     ]
     out += [
         types.Resource(name=f"tool:{name}", title=f"{name} contract", uri=tool_uri(name), mime_type="text/markdown")
         for name in VERBS
     ]
     if binding.session_id is not None:
-        out.append(types.Resource(name="thread", title="This session's transcript", uri=thread_uri(binding.session_id),
-                                  mime_type="text/markdown"))
+        out.append(
+            types.Resource(
+                name="thread",
+                title="This session's transcript",
+                uri=thread_uri(binding.session_id),
+                mime_type="text/markdown",
+            )
+        )
     return out
 
 
@@ -69,12 +85,17 @@ def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.Li
     try:
         offset = int(cursor) if cursor else 0
     except ValueError:
-        raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}: pass back a nextCursor from resources/list.") from None
+        raise MCPError(
+            types.INVALID_PARAMS, f"Invalid cursor {cursor!r}: pass back a nextCursor from resources/list."
+        ) from None
     ctx = binding.context_sync(create=False)
     items = _static(binding)
     for entry in ctx.harness.memory(ctx.agent).iter_files():
-        items.append(types.Resource(name=entry.path, uri=memory_resource_uri(entry.path), mime_type=entry.mime_type,
-                                    size=entry.size))
+        items.append(
+            types.Resource(
+                name=entry.path, uri=memory_resource_uri(entry.path), mime_type=entry.mime_type, size=entry.size
+            )
+        )
     page = items[offset : offset + PAGE_SIZE]
     more = offset + PAGE_SIZE < len(items)
     return types.ListResourcesResult(resources=page, next_cursor=str(offset + PAGE_SIZE) if more else None)
@@ -83,8 +104,11 @@ def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.Li
 def read_resource_sync(binding: SessionBinding, uri: str) -> types.ReadResourceResult:
     address = parse_address(uri)
     if address is None or address.kind not in ("memory", "self", "tools", "plan", "thread"):
-        raise MCPError(RESOURCE_NOT_FOUND, f"Unknown resource {uri}. Resources: harness://memory/{{path}}, "
-                       "harness://tools/{name}, harness://self, harness://plan, thread:{id}.")
+        raise MCPError(
+            RESOURCE_NOT_FOUND,
+            f"Unknown resource {uri}. Resources: harness://memory/{{path}}, "
+            "harness://tools/{name}, harness://self, harness://plan, thread:{id}.",
+        )
     try:
         ctx = binding.context_sync(create=False)
         if address.kind == "memory" and not address.listing:
@@ -97,7 +121,9 @@ def read_resource_sync(binding: SessionBinding, uri: str) -> types.ReadResourceR
                     contents=[types.BlobResourceContents(uri=uri, mime_type=file.entry.mime_type, blob=blob)]
                 )
             mime = file.entry.mime_type or "text/plain"
-            return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=file.text)])
+            return types.ReadResourceResult(
+                contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=file.text)]
+            )
         match address.kind:
             case "memory":
                 result = read_verb.read_memory(ctx, address, "json")

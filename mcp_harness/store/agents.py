@@ -95,7 +95,8 @@ class AgentStore:
     def find(self, account_id: str, name_or_id: str) -> AgentRecord | None:
         with self.db.reading() as conn:
             row = conn.execute(
-                "SELECT * FROM agents WHERE account_id = ? AND (id = ? OR name = ?)", (account_id, name_or_id, name_or_id)
+                "SELECT * FROM agents WHERE account_id = ? AND (id = ? OR name = ?)",
+                (account_id, name_or_id, name_or_id),
             ).fetchone()
         return None if row is None else _row(row)
 

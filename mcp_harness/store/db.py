@@ -37,7 +37,9 @@ class Database:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=10000")
         except sqlite3.DatabaseError as exc:
-            raise StorageError(f"Cannot open the database at {path}: {exc}. Check the file or pick another --data-dir.") from exc
+            raise StorageError(
+                f"Cannot open the database at {path}: {exc}. Check the file or pick another --data-dir."
+            ) from exc
         self._lock = threading.RLock()
         with self._lock:
             migrate(self._conn)

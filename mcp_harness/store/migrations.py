@@ -123,7 +123,7 @@ def m001_initial(conn: sqlite3.Connection) -> None:
         CREATE INDEX runs_by_parent ON runs (parent_run_id);
         CREATE INDEX runs_by_session ON runs (session_id);
         CREATE INDEX runs_by_account ON runs (account_id, created_at DESC);
-        """
+        """,
     )
 
 

@@ -101,7 +101,9 @@ class SessionStore:
     def standing(self, account_id: str, agent_id: str) -> SessionRecord:
         """The agent's standing session (where stateless requests land), created on first use."""
         with self.db.transaction() as conn:
-            row = conn.execute("SELECT * FROM sessions WHERE agent_id = ? AND kind = 'standing'", (agent_id,)).fetchone()
+            row = conn.execute(
+                "SELECT * FROM sessions WHERE agent_id = ? AND kind = 'standing'", (agent_id,)
+            ).fetchone()
             if row is not None:
                 return _session(row)
             return self.create(account_id, agent_id, kind="standing", title="Standing session")
@@ -182,7 +184,13 @@ class SessionStore:
             )
             conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
         return EventRecord(
-            session_id=session_id, seq=seq, id=event_id, type=payload["type"], actor=actor, payload=stamped, created_at=ts
+            session_id=session_id,
+            seq=seq,
+            id=event_id,
+            type=payload["type"],
+            actor=actor,
+            payload=stamped,
+            created_at=ts,
         )
 
     def events(self, session_id: str, *, last: int | None = None) -> list[EventRecord]:
@@ -212,18 +220,12 @@ class SessionStore:
         with self.db.transaction() as conn:
             conn.execute("UPDATE sessions SET plan_cbor = ?, updated_at = ? WHERE id = ?", (data, now_ms(), session_id))
 
-    def set_title(self, session_id: str, title: str, source: str) -> None:
-        with self.db.transaction() as conn:
-            conn.execute(
-                "UPDATE sessions SET title = ?, title_source = ? WHERE id = ? AND (title IS NULL OR title_source <> 'user')",
-                (title, source, session_id),
-            )
-
     def owed_output_schema(self, session_id: str) -> dict[str, Any] | None:
         """The `output` schema a child session owes its parent (from the spawning run's spec), if any."""
         with self.db.reading() as conn:
             row = conn.execute(
-                "SELECT r.input_cbor FROM sessions s JOIN runs r ON r.id = s.run_id WHERE s.id = ? AND s.kind = 'child'",
+                "SELECT r.input_cbor FROM sessions s JOIN runs r ON r.id = s.run_id "
+                "WHERE s.id = ? AND s.kind = 'child'",
                 (session_id,),
             ).fetchone()
         if row is None or row[0] is None:

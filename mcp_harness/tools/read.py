@@ -94,7 +94,9 @@ def _listing(ctx: VerbContext, path: str, fmt: str) -> VerbResult:
         "totalBytes": listing.total_bytes,
     }
     lines = [
-        f"- {e.path}/ ({e.entry_count} entr{'y' if e.entry_count == 1 else 'ies'})" if e.type == "dir" else f"- {e.path} ({e.size} bytes)"
+        f"- {e.path}/ ({e.entry_count} entr{'y' if e.entry_count == 1 else 'ies'})"
+        if e.type == "dir"
+        else f"- {e.path} ({e.size} bytes)"
         for e in listing.entries
     ]
     return VerbResult.of(data, "\n".join(lines) or None, fmt=fmt)

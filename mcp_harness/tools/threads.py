@@ -23,7 +23,9 @@ def _limit(options: dict[str, Any]) -> int:
 def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbResult:
     unknown = sorted(set(options) - {"query", "agentId", "limit"})
     if unknown:
-        raise BadRequest(f"thread: does not understand option(s) {', '.join(unknown)}. Supported: query, agentId, limit.")
+        raise BadRequest(
+            f"thread: does not understand option(s) {', '.join(unknown)}. Supported: query, agentId, limit."
+        )
     limit = _limit(options)
     agent_id = options.get("agentId")
     if agent_id is not None and not isinstance(agent_id, str):
@@ -93,8 +95,9 @@ def read_thread(ctx: VerbContext, session_id: str, fmt: str) -> VerbResult:
     markdown = "\n\n".join(f"[{e.seq}] {e.actor}: {render_event(e)}" for e in events)
     if len(markdown) > MAX_TRANSCRIPT_CHARS:
         markdown = "[earlier events truncated]\n\n" + markdown[-MAX_TRANSCRIPT_CHARS:]
+    plural = "s" if len(events) != 1 else ""
     data: dict[str, Any] = {
-        "summary": f'Thread "{session.title or session.id}": {len(events)} recent event{"s" if len(events) != 1 else ""}.',
+        "summary": f'Thread "{session.title or session.id}": {len(events)} recent event{plural}.',
         "sessionId": session.id,
         "title": session.title,
     }

@@ -54,7 +54,9 @@ def write_memory(ctx: VerbContext, rest: str, content: object, options: dict[str
                 "Supported here: content, or options {delete: true}."
             )
     if not isinstance(content, str):
-        raise BadRequest("write to ~/memory requires content (or options.delete / options.fromUrl / options.fromAttachment).")
+        raise BadRequest(
+            "write to ~/memory requires content (or options.delete / options.fromUrl / options.fromAttachment)."
+        )
     try:
         data_bytes = content.encode("utf-8")
     except UnicodeEncodeError:
