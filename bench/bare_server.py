@@ -3,9 +3,14 @@
 It does the least a real server can do (no storage, no validation beyond the SDK's own, no logging), so the
 difference between it and `mcp-harness serve` is the harness's own cost per call and per start-up. Run it as a
 script: `python bench/bare_server.py`; `latency.py` and `startup.py` spawn it that way.
+
+With `--harness-transport` it serves over mcp-harness's own stdio transport instead of the SDK's, so `latency.py`
+can also show what the harness costs with the transport difference taken out.
 """
 
 from __future__ import annotations
+
+import sys
 
 import anyio
 import mcp_types as types
@@ -42,6 +47,11 @@ def build_server() -> Server[dict[str, object]]:
 
 async def main() -> None:
     server = build_server()
+    if "--harness-transport" in sys.argv[1:]:
+        from mcp_harness.server import serve_stdio
+
+        await serve_stdio(server)
+        return
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 

@@ -118,16 +118,31 @@ class Harness:
     def invoke_sync(
         self, ctx: VerbContext, verb: str, arguments: dict[str, Any]
     ) -> tuple[VerbResult | None, HarnessError | None]:
-        """Run one verb call with its log events. Returns the result or the refusal (never raises a HarnessError)."""
-        logged = ctx.session_id is not None and verb not in UNLOGGED_VERBS
+        """Run one verb call with its log events. Returns the result or the refusal (never raises a HarnessError).
+
+        The verbs here finish in milliseconds, so the `tool_call`, the verb's own database changes and the
+        `tool_result` commit as one transaction: a crash leaves either the whole call in the log or none of it, and
+        a call costs one commit instead of two. (Long-running callables will log their `tool_call` before they
+        start, so a crash mid-call stays visible.)
+        """
+        if ctx.session_id is None or verb in UNLOGGED_VERBS:
+            return self._run_verb(ctx, verb, arguments)
         call_id = new_id()
-        if logged:
-            assert ctx.session_id is not None
-            self.sessions.append(
-                ctx.session_id, {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}, ctx.actor
-            )
-        result: VerbResult | None = None
-        error: HarnessError | None = None
+        with self.db.transaction():
+            result, error = self._run_verb(ctx, verb, arguments)
+            outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
+            if error is not None:
+                outcome["error"] = error.message
+            else:
+                assert result is not None
+                outcome["output"] = result.data
+            call = {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
+            self.sessions.append_many(ctx.session_id, [(call, ctx.actor), (outcome, ctx.actor)])
+        return result, error
+
+    def _run_verb(
+        self, ctx: VerbContext, verb: str, arguments: dict[str, Any]
+    ) -> tuple[VerbResult | None, HarnessError | None]:
         try:
             problems = input_errors(verb, arguments)
             if problems:
@@ -137,22 +152,12 @@ class Harness:
                     f"Invalid input for {verb}: {'; '.join(problems)}. Accepted fields: {fields} "
                     f"(read ~/tools/{verb} for the contract)."
                 )
-            result = HANDLERS[verb](ctx, arguments)
+            return HANDLERS[verb](ctx, arguments), None
         except HarnessError as exc:
-            error = exc
+            return None, exc
         except OSError as exc:
             logger.exception("verb %s failed on disk", verb)
-            error = HarnessError(f"{verb} failed: {exc.strerror or exc}.")
-        if logged:
-            assert ctx.session_id is not None
-            event: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
-            if error is not None:
-                event["error"] = error.message
-            else:
-                assert result is not None
-                event["output"] = result.data
-            self.sessions.append(ctx.session_id, event, ctx.actor)
-        return result, error
+            return None, HarnessError(f"{verb} failed: {exc.strerror or exc}.")
 
 
 @dataclass

@@ -10,8 +10,12 @@ This module and `resources/` are the only ones that know MCP. Binding rules (DES
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
+import stat
+import sys
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,10 +23,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_harness import __version__
@@ -204,12 +210,123 @@ __all__ = ["BadRequest", "ServerState", "build_server", "error_result"]
 # -- transports ----------------------------------------------------------------------------------------------
 
 
-async def serve_stdio(server: Server[ServerState]) -> None:
-    """Serve one client over stdin/stdout until it disconnects."""
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve one client over stdin/stdout until it disconnects.
+
+    When both ends are pipes or sockets (how every MCP client spawns a server), the wire is read and written with
+    non-blocking descriptors on the event loop. The SDK's `stdio_server` instead hops to a worker thread for every
+    line read, every write and every flush, three hops per call that cost more than a whole memory read; the
+    harness spends its one hop on the verb. Terminals, regular files and Windows keep the SDK transport.
+    """
+    if _pipe_like(0) and _pipe_like(1):
+        async with _pipe_stdio() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        return
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _pipe_like(fd: int) -> bool:
+    if sys.platform == "win32":
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+@asynccontextmanager
+async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
+    """Newline-delimited JSON-RPC over fds 0 and 1, as the SDK frames it, without worker threads.
+
+    Like the SDK, the wire moves to private descriptors while serving, and fd 0 / fd 1 point at /dev/null and
+    stderr, so a stray print (or a child process inheriting stdio) can never corrupt the protocol stream.
+    """
+    import fcntl
+
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    os.set_blocking(wire_in, False)
+    os.set_blocking(wire_out, False)
+    inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def deliver(line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except Exception as exc:  # the SDK's session answers a malformed line with a parse error
+            await inbound_send.send(exc)
+            return
+        await inbound_send.send(SessionMessage(message))
+
+    async def read_wire() -> None:
+        buffer = bytearray()
+        async with inbound_send:
+            while True:
+                await anyio.wait_readable(wire_in)
+                try:
+                    chunk = os.read(wire_in, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    break
+                scan_from = len(buffer)
+                buffer += chunk
+                start = 0
+                while (end := buffer.find(b"\n", scan_from)) >= 0:
+                    await deliver(bytes(buffer[start:end]))
+                    start = scan_from = end + 1
+                del buffer[:start]
+            await deliver(bytes(buffer))
+
+    drained = anyio.Event()
+
+    async def write_wire() -> None:
+        async with outbound_receive:
+            async for session_message in outbound_receive:
+                json = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                pending = memoryview((json + "\n").encode())
+                while pending:
+                    try:
+                        pending = pending[os.write(wire_out, pending) :]
+                    except BlockingIOError:
+                        await anyio.wait_writable(wire_out)
+        drained.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_wire)
+            tg.start_soon(write_wire)
+            try:
+                yield inbound, outbound
+            finally:
+                await outbound.aclose()
+                # Let queued replies drain, but never hang on a client that stopped reading.
+                with anyio.move_on_after(5):
+                    await drained.wait()
+                tg.cancel_scope.cancel()
+    except* BrokenPipeError:
+        logger.info("the client closed stdout; stopping")
+    finally:
+        # Anything printed while serving still sits in sys.stdout's buffer; it belongs on stderr, not the wire.
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        for fd in (wire_in, wire_out):
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, True)
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        os.close(wire_in)
+        os.close(wire_out)
 
 
 def _is_loopback(host: str) -> bool:

@@ -151,3 +151,20 @@ def test_agent_names_are_unique_and_delete_cleans_up(harness: Harness) -> None:
     assert not agent.state_dir.exists()
     with harness.db.reading() as conn:
         assert conn.execute("SELECT COUNT(*) FROM session_events").fetchone()[0] == 0
+
+
+def test_failed_nested_step_is_rolled_back_inside_outer_transaction(harness: Harness) -> None:
+    """A helper that fails inside a caller's transaction leaves nothing behind, while the outer change commits."""
+    agent = harness.agent()
+    session = harness.sessions.create(harness.account_id, agent.id)
+    with harness.db.transaction():
+        harness.sessions.append(session.id, {"type": "message", "content": "kept"}, "user")
+        try:
+            with harness.db.transaction():
+                harness.sessions.append(session.id, {"type": "message", "content": "dropped"}, "user")
+                raise RuntimeError("inner step failed")
+        except RuntimeError:
+            pass
+    contents = [e.payload["content"] for e in harness.sessions.events(session.id)]
+    assert contents == ["kept"]
+    assert [e.seq for e in harness.sessions.events(session.id)] == [1]

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
+from mcp_harness.errors import HarnessError
 from mcp_harness.harness import Harness
 from tests.conftest import call, refused, text_of
 
@@ -151,3 +158,60 @@ async def test_write_refusals_name_the_supported_set(client: Client) -> None:
     await call(client, "write", {"address": "~/memory/d2/f", "content": "c"})
     error = await refused(client, "write", {"address": "~/memory/d2", "content": "c"})
     assert "is a directory" in error["message"]
+
+
+async def test_a_fifo_planted_in_memory_cannot_hang_a_read(client: Client, harness: Harness) -> None:
+    """A sandboxed program can create any file type in memory; a FIFO must not block the verb waiting for a writer."""
+    await call(client, "write", {"address": "~/memory/keep.txt", "content": "k"})
+    os.mkfifo(harness.agent().memory_dir / "pipe")
+    with anyio.fail_after(10):
+        error = await refused(client, "read", {"address": "~/memory/pipe"})
+    assert error["status"] == 404 and "not a regular file" in error["message"]
+    listing = await call(client, "read", {"address": "~/memory/"})
+    assert [e["path"] for e in listing["entries"]] == ["keep.txt"]
+
+
+def test_swapping_a_directory_for_a_symlink_mid_walk_never_escapes(harness: Harness, tmp_path: Path) -> None:
+    """A separate process (as a sandboxed program would be) flips memory/d between a real directory and a symlink to
+    an outside directory, while we read and write through it. Every operation acts on the inode it checked, so none
+    reaches outside."""
+    memory = harness.memory(harness.agent())
+    root = harness.agent().memory_dir
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("outside secret")
+    (root / "d").mkdir()
+    (root / "d" / "f.txt").write_text("inside")
+    swapper = subprocess.Popen([sys.executable, "-c", _SWAPPER, str(root), str(outside)])
+    seen: set[str] = set()
+    try:
+        deadline = time.monotonic() + 2.0
+        i = 0
+        while time.monotonic() < deadline:
+            i += 1
+            with contextlib.suppress(HarnessError):
+                seen.add(memory.read_file("d/f.txt").text or "")
+            with contextlib.suppress(HarnessError, OSError):
+                memory.write_file(f"d/new-{i % 5}.txt", b"payload")
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert "inside" in seen, "the race never let a read through; the test proved nothing"
+    assert "outside secret" not in seen
+    assert sorted(p.name for p in outside.iterdir()) == ["f.txt"]
+    assert (outside / "f.txt").read_text() == "outside secret"
+
+
+_SWAPPER = """
+import os, sys
+root, outside = sys.argv[1], sys.argv[2]
+inside, stash = os.path.join(root, "d"), os.path.join(root, "d-real")
+while True:
+    try:
+        os.rename(inside, stash)
+        os.symlink(outside, inside)
+        os.unlink(inside)
+        os.rename(stash, inside)
+    except OSError:
+        pass
+"""

@@ -175,3 +175,92 @@ async def test_bearer_tokens_are_enforced(tmp_path: Path) -> None:
         response = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert response.status_code == 401
     harness.close()
+
+
+_NOISY_SERVER = """
+import os, sys
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp_harness.server import serve_stdio
+
+async def on_list_tools(ctx, params):
+    return types.ListToolsResult(tools=[types.Tool(name="noisy", input_schema={"type": "object"})])
+
+async def on_call_tool(ctx, params):
+    print("stray print from a handler")
+    os.write(1, b"stray bytes on fd 1\\n")
+    os.system("echo stray output from a child process")
+    return types.CallToolResult(content=[types.TextContent(type="text", text="x" * 300_000)])
+
+async def main():
+    await serve_stdio(Server("noisy", on_list_tools=on_list_tools, on_call_tool=on_call_tool))
+
+anyio.run(main)
+"""
+
+
+async def test_pipe_transport_keeps_stray_output_off_the_wire_and_frames_large_replies() -> None:
+    """The threadless stdio transport diverts fd 1 while serving (as the SDK's does): prints, raw writes and child
+    processes land on stderr, never between JSON-RPC frames; a 300 KB reply arrives whole through a pipe buffer."""
+    params = StdioServerParameters(command=sys.executable, args=["-c", _NOISY_SERVER])
+    with anyio.fail_after(30):
+        async with Client(params, mode="legacy") as c:
+            result = await c.call_tool("noisy", {})
+            assert result.content[0].text == "x" * 300_000  # pyright: ignore[reportAttributeAccessIssue]
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "r", "version": "0"}},
+    }
+    calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "noisy"}} for i in (2, 3)]
+    messages = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"}, *calls]
+    replies: list[dict[str, Any]] = []
+    with anyio.fail_after(30):
+        async with await anyio.open_process([sys.executable, "-c", _NOISY_SERVER]) as proc:
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            await proc.stdin.send("".join(json.dumps(m) + "\n" for m in messages).encode())
+            buffer = b""
+            async for chunk in proc.stdout:
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                replies += [json.loads(line) for line in lines]  # every line must be a whole JSON-RPC frame
+                if len(replies) == 3:
+                    break
+            await proc.stdin.aclose()
+            stderr = b"".join([chunk async for chunk in proc.stderr]).decode()
+            await proc.wait()
+    assert [r["id"] for r in replies] == [1, 2, 3]
+    assert replies[2]["result"]["content"][0]["text"] == "x" * 300_000
+    assert stderr.count("stray print from a handler") == 2 and stderr.count("stray output from a child") == 2
+    assert stderr.count("stray bytes on fd 1") == 2
+
+
+def test_serve_falls_back_to_the_sdk_transport_when_stdin_is_a_file(tmp_path: Path) -> None:
+    """`mcp-harness serve < requests.jsonl` (a regular file cannot be polled) still answers, then exits at EOF."""
+    requests = tmp_path / "requests.jsonl"
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "f", "version": "0"}},
+    }
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    requests.write_text(
+        json.dumps(init)
+        + "\n"
+        + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        + "\n"
+        + json.dumps(listing)
+        + "\n"
+    )
+    env = {**os.environ, "MCP_HARNESS_DATA_DIR": str(tmp_path / "data")}
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "mcp_harness", "serve"], stdin=stdin, capture_output=True, env=env, timeout=60
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    replies = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert [r["id"] for r in replies] == [1, 2]
+    assert [t["name"] for t in replies[1]["result"]["tools"]] == ["read", "write", "call", "delegate", "plan"]

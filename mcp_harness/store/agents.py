@@ -56,6 +56,15 @@ class AgentStore:
     def __init__(self, db: Database, data_dir: Path) -> None:
         self.db = db
         self.data_dir = data_dir
+        # Every verb call needs its agent's definition; decoding it from CBOR each time is a measurable share of a
+        # call. Entries are valid while neither this store (`_generation`) nor another process (`data_version`)
+        # has committed since they were read.
+        self._cache: dict[str, tuple[tuple[int, int], AgentRecord]] = {}
+        self._generation = 0
+
+    def _changed(self) -> None:
+        self._generation += 1
+        self._cache.clear()
 
     def ensure_account(self, account_id: str, name: str) -> None:
         with self.db.transaction() as conn:
@@ -82,15 +91,22 @@ class AgentStore:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (agent_id, account_id, definition.name, definition.to_cbor(), str(state_dir), ts, ts),
             )
+            self._changed()
         (state_dir / "memory").mkdir(parents=True, exist_ok=True)
         return self.get(agent_id)
 
     def get(self, agent_id: str) -> AgentRecord:
         with self.db.reading() as conn:
+            stamp = (self.db.data_version(), self._generation)
+            cached = self._cache.get(agent_id)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
             row = conn.execute("SELECT * FROM agents WHERE id = ?", (agent_id,)).fetchone()
         if row is None:
             raise NotFound(f"No agent {agent_id}. List agents with `mcp-harness agent list`.")
-        return _row(row)
+        record = _row(row)
+        self._cache[agent_id] = (stamp, record)
+        return record
 
     def find(self, account_id: str, name_or_id: str) -> AgentRecord | None:
         with self.db.reading() as conn:
@@ -122,6 +138,7 @@ class AgentStore:
                 "UPDATE agents SET name = ?, definition_cbor = ?, updated_at = ? WHERE id = ?",
                 (definition.name, definition.to_cbor(), now_ms(), agent_id),
             )
+            self._changed()
         return self.get(agent_id)
 
     def delete(self, agent_id: str) -> None:
@@ -140,6 +157,7 @@ class AgentStore:
             )
             conn.execute("DELETE FROM sessions WHERE agent_id = ?", (agent_id,))
             conn.execute("DELETE FROM agents WHERE id = ?", (agent_id,))
+            self._changed()
         shutil.rmtree(record.state_dir, ignore_errors=True)
 
     def count_sessions(self, agent_id: str) -> int:

