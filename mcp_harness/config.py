@@ -45,6 +45,27 @@ class ServerSettings(BaseModel):
     """Largest HTTP request body accepted."""
 
 
+class SandboxSettings(BaseModel):
+    """Limits of the bubblewrap sandbox that runs `execute` and authored lambdas."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    network: bool = False
+    """Give sandboxed code network access. Off: the sandbox gets its own empty network namespace."""
+    default_timeout_secs: int = Field(default=60, ge=1, le=300)
+    """Wall-clock limit when a call names none; `timeout_secs` is clamped to [1, 300]."""
+    cpu_secs: int = Field(default=300, ge=1)
+    """CPU-time limit per call (RLIMIT_CPU)."""
+    memory_mb: int = Field(default=1024, ge=64)
+    """Address-space limit per process (RLIMIT_AS), in MiB."""
+    max_processes: int = Field(default=64, ge=4)
+    """Processes and threads one call may run at once (cgroup-free: RLIMIT_NPROC inside its own user namespace)."""
+    max_file_mb: int = Field(default=256, ge=1)
+    """Largest file one call may write (RLIMIT_FSIZE), in MiB."""
+    python: str = "/usr/bin/python3"
+    """The system interpreter for `python` code and Python lambdas (never the server's own venv)."""
+
+
 class Settings(BaseModel):
     """All settings."""
 
@@ -54,6 +75,7 @@ class Settings(BaseModel):
     log_level: str = "WARNING"
     agent: AgentSettings = Field(default_factory=AgentSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
 
 def default_data_dir() -> Path:
