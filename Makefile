@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 HTTP ?= 127.0.0.1:8765
+# The JS reference encoder (`@ipld/dag-cbor`) that tests/test_dagcbor.py checks our DAG-CBOR against byte for byte.
+JS_ORACLE := tests/js/node_modules/.installed
 
 .PHONY: run test lint bench clean
 
@@ -18,10 +20,14 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(VENV)/.installed $@
 
+$(JS_ORACLE): tests/js/package.json tests/js/package-lock.json
+	npm ci --prefix tests/js --silent --no-audit --no-fund
+	touch $@
+
 run: $(VENV)/.installed
 	$(BIN)/mcp-harness serve --http $(HTTP)
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test $(JS_ORACLE)
 	$(BIN)/ruff check mcp_harness tests bench
 	$(BIN)/pyright
 	$(BIN)/python -m pytest
