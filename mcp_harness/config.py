@@ -59,7 +59,8 @@ class SandboxSettings(BaseModel):
     memory_mb: int = Field(default=1024, ge=64)
     """Address-space limit per process (RLIMIT_AS), in MiB."""
     max_processes: int = Field(default=64, ge=4)
-    """Processes and threads one call may run at once (cgroup-free: RLIMIT_NPROC inside its own user namespace)."""
+    """Processes and threads one call may run at once: a pids cgroup per call where the server can create one,
+    else RLIMIT_NPROC inside the call's own user namespace (see mcp_harness/sandbox/limits.py)."""
     max_file_mb: int = Field(default=256, ge=1)
     """Largest file one call may write (RLIMIT_FSIZE), in MiB."""
     python: str = "/usr/bin/python3"
