@@ -7,11 +7,12 @@ thread end to end, so a call costs a single hop off the event loop.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -23,12 +24,17 @@ from mcp_harness.space.memory import MemoryStore
 from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
 from mcp_harness.store._util import new_id
 from mcp_harness.store.sessions import Actor, SessionKind
+from mcp_harness.store.tools import ToolStore
+from mcp_harness.tools import call as call_verb
 from mcp_harness.tools import plan as plan_verb
 from mcp_harness.tools import read as read_verb
 from mcp_harness.tools import write as write_verb
 from mcp_harness.tools._unsupported import not_in_this_build
-from mcp_harness.tools.base import VerbContext, VerbResult
+from mcp_harness.tools.base import Progress, VerbContext, VerbResult
 from mcp_harness.tools.contracts import VERBS, input_errors
+
+if TYPE_CHECKING:
+    from mcp_harness.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +46,7 @@ SyncVerb = Callable[[VerbContext, dict[str, Any]], VerbResult]
 
 def _not_yet(kind: str) -> SyncVerb:
     def refuse(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
-        raise not_in_this_build(kind, "read, write and plan")
+        raise not_in_this_build(kind, "read, write, call and plan")
 
     return refuse
 
@@ -49,9 +55,13 @@ HANDLERS: dict[str, SyncVerb] = {
     "read": read_verb.read,
     "write": write_verb.write,
     "plan": plan_verb.plan,
-    "call": _not_yet("call"),
     "delegate": _not_yet("delegate"),
 }
+ASYNC_VERBS = frozenset({"call"})
+"""Verbs that may run for minutes (sandboxes, later the network): they await instead of holding a worker thread."""
+
+AsyncVerb = Callable[[VerbContext, dict[str, Any]], Awaitable[VerbResult]]
+ASYNC_HANDLERS: dict[str, AsyncVerb] = {"call": call_verb.call}
 UNLOGGED_VERBS = frozenset({"plan"})
 """Plan calls write no transcript events (HARNESS §1.1): the checklist is state, not conversation."""
 
@@ -65,8 +75,10 @@ class Harness:
         self.db = Database(settings.data_dir / "harness.db")
         self.agents = AgentStore(self.db, settings.data_dir)
         self.sessions = SessionStore(self.db)
+        self.tools = ToolStore(self.db)
         self.account_id = LOCAL_ACCOUNT
         self._memories: dict[str, MemoryStore] = {}
+        self._sandbox: Sandbox | None = None
         self.agents.ensure_account(self.account_id, "local owner")
 
     def close(self) -> None:
@@ -107,11 +119,31 @@ class Harness:
             store = self._memories[agent.id] = MemoryStore(agent.memory_dir)
         return store
 
+    @property
+    def sandbox(self) -> Sandbox:
+        """The code sandbox, built on first use so that start-up never pays for probing bubblewrap."""
+        if self._sandbox is None:
+            from mcp_harness.sandbox import Sandbox
+
+            self._sandbox = Sandbox(self.settings.sandbox)
+        return self._sandbox
+
+    def sandbox_runtimes(self) -> tuple[str, ...]:
+        """Runtimes `execute` and lambdas can use here (empty without a working sandbox). Blocking on first use."""
+        sandbox = self.sandbox
+        return sandbox.runtimes if sandbox.available else ()
+
+    def offered_callables(self) -> frozenset[str]:
+        """Builtin callables this host can run. `search` and `web_search` arrive with their engines."""
+        return frozenset({"execute"}) if self.sandbox_runtimes() else frozenset()
+
     def grants(self, definition: AgentDefinition) -> dict[str, Any]:
-        """What the agent may do beyond the verbs. No callable tools exist in this build yet."""
+        """What the agent may do beyond the verbs: its callable tools and whether it may publish."""
+        from mcp_harness.tools.catalog import callable_set
+
         tools = definition.tools
         publish = tools is None or any(t in LEGACY_PUBLISH_NAMES for t in tools)
-        return {"callableTools": [], "publish": publish}
+        return {"callableTools": callable_set(self, definition), "publish": publish}
 
     # -- verbs ---------------------------------------------------------------------------------------------
 
@@ -140,18 +172,52 @@ class Harness:
             self.sessions.append_many(ctx.session_id, [(call, ctx.actor), (outcome, ctx.actor)])
         return result, error
 
+    async def invoke_async(
+        self, ctx: VerbContext, verb: str, arguments: dict[str, Any]
+    ) -> tuple[VerbResult | None, HarnessError | None]:
+        """A long-running verb: its `tool_call` is committed before it starts, so a crash mid-call stays visible."""
+        call_id = new_id()
+        if ctx.session_id is not None:
+            call = {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
+            await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, call, ctx.actor)
+        result: VerbResult | None = None
+        error: HarnessError | None = None
+        try:
+            problems = input_errors(verb, arguments)
+            if problems:
+                raise self._invalid(verb, problems)
+            result = await ASYNC_HANDLERS[verb](ctx, arguments)
+        except HarnessError as exc:
+            error = exc
+        except OSError as exc:
+            logger.exception("verb %s failed on disk", verb)
+            error = HarnessError(f"{verb} failed: {exc.strerror or exc}.")
+        if ctx.session_id is not None:
+            outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
+            if error is not None:
+                outcome["error"] = error.message
+            else:
+                assert result is not None
+                outcome["output"] = result.data
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, outcome, ctx.actor)
+        return result, error
+
+    @staticmethod
+    def _invalid(verb: str, problems: list[str]) -> BadRequest:
+        fields = ", ".join(VERBS[verb].input_schema["properties"])
+        return BadRequest(
+            f"Invalid input for {verb}: {'; '.join(problems)}. Accepted fields: {fields} "
+            f"(read ~/tools/{verb} for the contract)."
+        )
+
     def _run_verb(
         self, ctx: VerbContext, verb: str, arguments: dict[str, Any]
     ) -> tuple[VerbResult | None, HarnessError | None]:
         try:
             problems = input_errors(verb, arguments)
             if problems:
-                spec = VERBS[verb]
-                fields = ", ".join(spec.input_schema["properties"])
-                raise BadRequest(
-                    f"Invalid input for {verb}: {'; '.join(problems)}. Accepted fields: {fields} "
-                    f"(read ~/tools/{verb} for the contract)."
-                )
+                raise self._invalid(verb, problems)
             return HANDLERS[verb](ctx, arguments), None
         except HarnessError as exc:
             return None, exc
@@ -169,6 +235,8 @@ class SessionBinding:
     session_id: str | None = None
     kind: SessionKind = "conversation"
     title: str | None = None
+    promoted: dict[str, Any] | None = None
+    """The promoted callables last shown to this binding's client, to notice when the list grows."""
     _verified: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -204,10 +272,16 @@ class SessionBinding:
         return self.harness.invoke_sync(ctx, verb, arguments)
 
     async def invoke(
-        self, verb: str, arguments: dict[str, Any], actor: Actor = "agent"
+        self, verb: str, arguments: dict[str, Any], actor: Actor = "agent", progress: Progress | None = None
     ) -> tuple[VerbResult | None, HarnessError | None]:
-        """Run a verb on this binding's session: one hop off the event loop for the whole call."""
-        return await anyio.to_thread.run_sync(self._invoke_sync, verb, arguments, actor)
+        """Run a verb on this binding's session: one hop off the event loop for a quick verb."""
+        if verb not in ASYNC_VERBS:
+            return await anyio.to_thread.run_sync(self._invoke_sync, verb, arguments, actor)
+        try:
+            ctx = await anyio.to_thread.run_sync(self.context_sync, actor)
+        except HarnessError as exc:
+            return None, exc
+        return await self.harness.invoke_async(dataclasses.replace(ctx, progress=progress), verb, arguments)
 
     async def owed_output_schema(self) -> dict[str, Any] | None:
         """The result schema this session owes its parent (a delegated child), else None."""

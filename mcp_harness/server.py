@@ -36,6 +36,8 @@ from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.harness import Harness, SessionBinding
 from mcp_harness.resources import RESOURCE_TEMPLATES, list_resources, read_resource
 from mcp_harness.tools._unsupported import not_in_this_build
+from mcp_harness.tools.base import Progress
+from mcp_harness.tools.catalog import callable_spec, promoted_callables
 from mcp_harness.tools.contracts import RETURN_RESULT_DESCRIPTION, VERBS, VerbSpec
 
 logger = logging.getLogger(__name__)
@@ -92,6 +94,32 @@ class ServerState:
     def _agent_id(self) -> str:
         return self.harness.agent(self.agent_name).id
 
+    async def promoted(self, binding: SessionBinding) -> dict[str, VerbSpec]:
+        """Callables this binding's session has touched, as contracts; only on session-bound endpoints (DESIGN §3)."""
+        if binding.kind == "standing" or binding.session_id is None:
+            return {}
+
+        def compute() -> dict[str, VerbSpec]:
+            ctx = binding.context_sync(create=False)
+            assert ctx.session_id is not None
+            names = promoted_callables(self.harness, ctx.agent, ctx.session_id)
+            return {name: callable_spec(self.harness, name) for name in names}
+
+        return await anyio.to_thread.run_sync(compute)
+
+    async def announce_promotions(self, ctx: ServerRequestContext[ServerState], binding: SessionBinding) -> None:
+        """Tell a handshake-era client its tool list grew (`notifications/tools/list_changed`)."""
+        now = await self.promoted(binding)
+        if binding.promoted is not None and set(now) == set(binding.promoted):
+            return
+        if binding.promoted is None and not now:
+            return
+        binding.promoted = now
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception:  # a client that hung up mid-call must not turn a finished call into an error
+            logger.info("could not send tools/list_changed", exc_info=True)
+
     def binding_for(self, ctx: ServerRequestContext[Any, Any]) -> SessionBinding:
         request = ctx.request
         url = getattr(request, "url", None)
@@ -117,6 +145,26 @@ class ServerState:
             while len(self.by_mcp_session) > MAX_TRACKED_HTTP_SESSIONS:
                 self.by_mcp_session.popitem(last=False)
         return found
+
+
+def _may_promote(verb: str, arguments: dict[str, Any]) -> bool:
+    """Only `call` and `read ~/tools/<name>` can touch a callable, so only they can change the promoted set."""
+    if verb == "call":
+        return True
+    address = arguments.get("address")
+    return verb == "read" and isinstance(address, str) and address.strip().startswith("~/tools/")
+
+
+def _progress_reporter(ctx: ServerRequestContext[ServerState]) -> Progress:
+    """Status lines as `notifications/progress` (a no-op when the request carries no progress token)."""
+    count = 0
+
+    async def report(message: str) -> None:
+        nonlocal count
+        count += 1
+        await ctx.session.report_progress(count, message=message)
+
+    return report
 
 
 def _return_result_tool(schema: dict[str, Any]) -> types.Tool:
@@ -152,6 +200,9 @@ def build_server(
     ) -> types.ListToolsResult:
         binding = state.binding_for(ctx)
         tools = list(VERB_TOOLS)
+        promoted = await state.promoted(binding)
+        binding.promoted = promoted
+        tools += [_tool(spec) for spec in promoted.values()]
         owed = await binding.owed_output_schema()
         if owed is not None:
             tools.append(_return_result_tool(owed))
@@ -162,12 +213,19 @@ def build_server(
     ) -> types.CallToolResult:
         binding = state.binding_for(ctx)
         name = params.name
-        if name == "return_result" and await binding.owed_output_schema() is not None:
-            return error_result(not_in_this_build("return_result", "read, write and plan"))
-        if name not in VERBS:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown tool {name!r}. Tools: {', '.join(VERBS)}.")
         arguments = params.arguments or {}
-        result, error = await binding.invoke(name, arguments)
+        if name == "return_result" and await binding.owed_output_schema() is not None:
+            return error_result(not_in_this_build("return_result", "read, write, call and plan"))
+        if name in VERBS:
+            verb, verb_input = name, arguments
+        elif name in await state.promoted(binding):
+            # A promoted callable is a shortcut for `call`: same validation, same log, same promotion.
+            verb, verb_input = "call", {"tool": name, "input": arguments}
+        else:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool {name!r}. Tools: {', '.join(VERBS)}.")
+        result, error = await binding.invoke(verb, verb_input, progress=_progress_reporter(ctx))
+        if _may_promote(verb, verb_input) and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await state.announce_promotions(ctx, binding)
         if error is not None:
             return error_result(error)
         assert result is not None

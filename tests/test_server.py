@@ -52,7 +52,6 @@ async def test_every_verb_call_is_logged_with_actor_agent(client: Client, harnes
 @pytest.mark.parametrize(
     ("verb", "arguments", "fragment"),
     [
-        ("call", {"tool": "search", "input": {}}, "The call verb"),
         ("delegate", {"brief": "do it"}, "The delegate verb"),
         ("read", {"address": "hm://z6MkAccount/doc"}, "Hypermedia documents"),
         ("read", {"address": "ipfs://bafybeigdyrzt"}, "IPFS"),
@@ -62,7 +61,6 @@ async def test_every_verb_call_is_logged_with_actor_agent(client: Client, harnes
         ("read", {"address": "run:abc"}, "Run journals"),
         ("read", {"address": "~/triggers/"}, "Triggers"),
         ("write", {"address": "~/triggers/daily", "content": "{}"}, "Triggers"),
-        ("write", {"address": "~/tools/mytool", "content": "{}"}, "Authored tools"),
         ("write", {"address": "hm://z6MkAccount/doc", "content": "# x"}, "Hypermedia documents"),
         ("write", {"address": "ipfs://", "options": {"fromPath": "~/memory/a"}}, "IPFS"),
     ],
@@ -100,7 +98,7 @@ async def test_self_describes_the_agent_without_secrets(client: Client, harness:
     agent = harness.agent()
     assert data["agentId"] == agent.id and data["name"] == "assistant" and data["model"] == "scripted"
     assert data["summary"] == 'You are "assistant" (scripted) with 0 triggers and 1 conversation.'
-    assert data["grants"] == {"callableTools": [], "publish": True}
+    assert data["grants"] == {"callableTools": ["execute"], "publish": True}
     assert data["memory"] == {"totalFiles": 2, "topLevel": ["docs/ (1 file, 2 bytes)", "top.txt"]}
     assert data["sessionCount"] == 1 and len(data["guidance"]) == 4
     assert "signingKeys" not in data
@@ -111,15 +109,15 @@ async def test_self_describes_the_agent_without_secrets(client: Client, harness:
 async def test_tools_listing_and_contracts(client: Client) -> None:
     listing = await client.call_tool("read", {"address": "~/tools/"})
     data = listing.structured_content
-    assert data is not None and data["summary"] == "5 verbs and 0 callable tools."
+    assert data is not None and data["summary"] == "5 verbs and 1 callable tool."
     assert "- read — Read anything you can address." in text_of(listing)
     contract = await client.call_tool("read", {"address": "~/tools/write"})
     assert text_of(contract) == VERBS["write"].contract_markdown()
     assert text_of(contract).startswith("# write\n\nWrite anything you can address.")
     delegate = await call(client, "read", {"address": "harness://tools/delegate", "format": "json"})
     assert delegate["output"] == VERBS["delegate"].output_schema
-    error = await refused(client, "read", {"address": "~/tools/execute"})
-    assert error["status"] == 404 and "No tool named execute" in error["message"]
+    missing = await call(client, "read", {"address": "~/tools/nope"})
+    assert missing["summary"] == "No tool named nope. Here is what you can read and call."
 
 
 async def test_thread_listing_search_and_transcript(client: Client, harness: Harness) -> None:

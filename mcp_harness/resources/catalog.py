@@ -115,8 +115,7 @@ def read_resource_sync(binding: SessionBinding, uri: str) -> types.ReadResourceR
             path = normalize_memory_path(address.rest)
             file = ctx.harness.memory(ctx.agent).read_file(path)
             if file.text is None:
-                data = (ctx.agent.memory_dir / path).read_bytes()
-                blob = base64.b64encode(data).decode("ascii")
+                blob = base64.b64encode(file.data).decode("ascii")
                 return types.ReadResourceResult(
                     contents=[types.BlobResourceContents(uri=uri, mime_type=file.entry.mime_type, blob=blob)]
                 )
@@ -130,7 +129,7 @@ def read_resource_sync(binding: SessionBinding, uri: str) -> types.ReadResourceR
             case "self":
                 result = read_verb.read_self(ctx, "markdown")
             case "tools":
-                result = read_verb.read_tools(address, "markdown")
+                result = read_verb.read_tools(ctx, address, "markdown")
             case "plan":
                 result = read_verb.read_plan(ctx, "markdown")
             case _:

@@ -71,9 +71,10 @@ class MemoryEntry:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MemoryFile:
-    """A file's content: `text` when it is UTF-8 without NUL, else None (binary)."""
+    """A file's content: `text` when it is UTF-8 without NUL, else None (binary); `data` is always the bytes."""
 
     entry: MemoryEntry
+    data: bytes
     text: str | None
 
 
@@ -202,7 +203,7 @@ class MemoryStore:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
                 text = None
-        return MemoryFile(entry=self._entry(path, st), text=text)
+        return MemoryFile(entry=self._entry(path, st), data=data, text=text)
 
     def list_dir(self, path: str) -> MemoryListing:
         """List one directory level, skipping symlinks and special files.

@@ -127,6 +127,28 @@ def m001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m002_tool_documents(conn: sqlite3.Connection) -> None:
+    # One row per (agent, tool name): builtins materialized from the contracts, lambdas the agent authored.
+    # `doc_cbor` is exactly the bytes `cid` hashes (canonical DAG-CBOR), so a row can be re-verified.
+    _execute_all(
+        conn,
+        """
+        CREATE TABLE tool_documents (
+            agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('builtin', 'lambda')),
+            cid TEXT NOT NULL,
+            doc_cbor BLOB NOT NULL,
+            enabled INTEGER NOT NULL DEFAULT 1,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (agent_id, name)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

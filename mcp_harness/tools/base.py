@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,11 @@ class VerbContext:
     session_id: str | None
     """None only where no session exists yet (a resource read before any verb call)."""
     actor: Actor
+    progress: Progress | None = None
+    """Where long-running work reports a short status line (the server turns it into progress notifications)."""
+
+
+Progress = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)

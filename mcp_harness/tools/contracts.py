@@ -7,6 +7,7 @@ not promised here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -88,6 +89,7 @@ WRITE = VerbSpec(
     destructive=True,
     description="""Write anything you can address. The address shape picks the destination:
 - `~/memory/<path>` — write `content` to a memory file (parent folders are created automatically; writing an existing file replaces its whole content — there is no append). Options: {delete: true} removes a file or directory.
+- `~/tools/<name>` — author a tool of your own (a lambda): `content` is JSON {description, input?, output?, source, runtime?, summary?} (or pass it as options.tool). `source` defines `main(input)` (Python, runtime "python") or a default export (TypeScript); it runs in the execute sandbox with your memory at /workspace and returns the result. `input`/`output` are JSON schemas (type, properties, required, additionalProperties, enum, min/max…, items). Writing an existing name replaces it; {delete: true} removes it. Call it by name with the call verb.
 Writes are atomic: a reader sees the old file or the new one, never a mix. Unrecognized option keys are refused, not ignored.""",
     input_schema={
         "type": "object",
@@ -96,11 +98,11 @@ Writes are atomic: a reader sees the old file or the new one, never a mix. Unrec
             "address": {
                 "type": "string",
                 "minLength": 1,
-                "description": "Where to write: ~/memory/<path>.",
+                "description": "Where to write: ~/memory/<path> or ~/tools/<name>.",
             },
             "content": {
                 "type": "string",
-                "description": "The content to write: raw text for memory files.",
+                "description": "The content to write: raw text for memory files; a JSON tool document for ~/tools/<name>.",
             },
             "options": {
                 "type": "object",
@@ -227,6 +229,180 @@ PLAN = VerbSpec(
         "required": ["steps"],
     },
 )
+
+# -- callable tools: reached through `call` (and promoted to real MCP tools once touched) ---------------------
+
+SEARCH = VerbSpec(
+    name="search",
+    title="Search",
+    read_only=True,
+    open_world=True,
+    description="Search Seed hypermedia content: document titles, contacts, and optionally document bodies and comments. Returns ranked results with hm:// URLs you can read.",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The search query. Supports phrases and wildcards.",
+            },
+            "accountUid": {
+                "type": "string",
+                "description": "Optional account UID to scope search to a single account.",
+            },
+            "includeBody": {
+                "type": "boolean",
+                "description": "Set true to search document bodies and comments in addition to titles and contacts.",
+            },
+            "contextSize": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 512,
+                "description": "Optional match context size in runes. Defaults to 48.",
+            },
+            "searchType": {
+                "type": "string",
+                "enum": ["keyword", "semantic", "hybrid"],
+                "description": "Search ranking mode. Defaults to hybrid.",
+            },
+            "pageSize": {"type": "integer", "minimum": 1, "description": "Maximum number of results to return."},
+        },
+        "required": ["query"],
+    },
+)
+
+WEB_SEARCH = VerbSpec(
+    name="web_search",
+    title="Web Search",
+    read_only=True,
+    open_world=True,
+    description="Search the public web. Returns ranked results with titles, URLs, and snippets; read a result with `read` on its URL. Use the news category for recent events.",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "description": "The web search query."},
+            "count": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Maximum number of results to return. Default 10, max 25.",
+            },
+            "category": {
+                "type": "string",
+                "enum": ["general", "news"],
+                "description": "Result category. Use news for recent events, general otherwise. Defaults to general.",
+            },
+            "timeRange": {
+                "type": "string",
+                "enum": ["day", "week", "month", "year"],
+                "description": "Optional recency filter for time-sensitive queries.",
+            },
+            "language": {"type": "string", "description": "Optional language code such as en. Defaults to en."},
+        },
+        "required": ["query"],
+    },
+    output_schema={
+        "type": "object",
+        "properties": {
+            "summary": {"type": "string", "description": "One-line summary of the search outcome."},
+            "results": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "title": {"type": "string"},
+                        "url": {"type": "string"},
+                        "snippet": {"type": "string"},
+                        "engine": {"type": "string", "description": "Upstream engine that produced the result."},
+                    },
+                },
+            },
+            "partial": {
+                "type": "boolean",
+                "description": "True when some engines were unavailable and coverage may be partial.",
+            },
+            "markdown": {"type": "string", "description": "Human-readable rendering of the results."},
+        },
+    },
+)
+
+EXECUTE = VerbSpec(
+    name="execute",
+    title="Execute Code",
+    destructive=True,
+    open_world=True,
+    description="Run TypeScript, Python, or shell code in an isolated sandbox with your persistent memory mounted at /workspace, which is also the working directory. Files your code reads and writes under /workspace are the same files as your ~/memory addresses, so use this to process, transform, analyze, or generate memory files — parse data, convert formats, run computations, and save results. Each call runs in a fresh sandbox (a bubblewrap namespace: read-only system directories, a private /tmp, no other files of the host): no state (variables, processes, /tmp) survives between calls, so persist anything important as files under /workspace. Network access is off unless the server's owner turned it on, and CPU time, memory, processes and file sizes are limited. Output returns stdout, stderr, the exit code, and which memory files changed.",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "runtime": {
+                "type": "string",
+                "enum": ["ts", "python", "shell"],
+                "description": 'How to run the code: "ts" runs TypeScript, "python" runs it with the system python interpreter, "shell" runs it with sh. Read ~/tools/execute for the runtimes this server actually offers — the list there is authoritative.',
+            },
+            "code": {"type": "string", "minLength": 1, "description": "The code to execute."},
+            "timeout_secs": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Optional timeout override in seconds, at most 300. Defaults to the server limit (typically 60).",
+            },
+        },
+        "required": ["runtime", "code"],
+    },
+    output_schema={
+        "type": "object",
+        "properties": {
+            "summary": {"type": "string"},
+            "exitCode": {"type": "integer"},
+            "success": {"type": "boolean"},
+            "stdout": {"type": "string"},
+            "stderr": {"type": "string"},
+            "truncated": {"type": "boolean", "description": "True when stdout/stderr was cut to the size limit."},
+            "durationMs": {"type": "integer"},
+            "changedFiles": {
+                "type": "array",
+                "description": "Memory files added, modified, or removed by the execution.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "change": {"type": "string", "enum": ["added", "modified", "removed"]},
+                    },
+                },
+            },
+        },
+    },
+)
+
+CALLABLES: dict[str, VerbSpec] = {spec.name: spec for spec in (SEARCH, WEB_SEARCH, EXECUTE)}
+"""The builtin callable tools, in listing order (HARNESS §4: materialized per agent as tool documents)."""
+
+CALLABLE_ALIASES = {"execute_code": "execute"}
+"""Legacy names still found in stored definitions (`normalizeSeedToolName`)."""
+
+RESERVED_TOOL_NAMES = frozenset({*CALLABLES, "navigate", "read", "write", "call", "delegate", "plan", "status"}) | {
+    "return_result"
+}
+
+
+def callable_alias(name: str) -> str:
+    return CALLABLE_ALIASES.get(name, name)
+
+
+def narrowed(spec: VerbSpec, runtimes: tuple[str, ...]) -> VerbSpec:
+    """`execute`'s contract with its runtime enum cut to what this host offers (unchanged if none or all are)."""
+    if spec.name != "execute":
+        return spec
+    declared = spec.input_schema["properties"]["runtime"]["enum"]
+    offered = [r for r in declared if r in runtimes]
+    if not offered or len(offered) == len(declared):
+        return spec
+    schema = json.loads(json.dumps(spec.input_schema))
+    schema["properties"]["runtime"]["enum"] = offered
+    return dataclasses.replace(spec, input_schema=schema)
+
 
 RETURN_RESULT_DESCRIPTION = (
     "Deliver the final structured result of this delegated task. Call this exactly once when the task is complete; "

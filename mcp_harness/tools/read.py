@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_harness.addresses import SUPPORTED_READ_FORMS, Address, parse_address
-from mcp_harness.errors import BadRequest, HarnessError, NotFound
+from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.space.paths import normalize_memory_path
-from mcp_harness.tools import threads
+from mcp_harness.tools import catalog, threads
 from mcp_harness.tools._unsupported import not_in_this_build
 from mcp_harness.tools.base import VerbContext, VerbResult, options_of
-from mcp_harness.tools.contracts import VERBS
 from mcp_harness.tools.plan import plan_markdown
 
 
@@ -31,7 +30,7 @@ def read(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
         case "self":
             return read_self(ctx, fmt)
         case "tools":
-            return read_tools(address, fmt)
+            return read_tools(ctx, address, fmt)
         case "plan":
             return read_plan(ctx, fmt)
         case "thread" if address.listing:
@@ -144,40 +143,11 @@ def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
     return VerbResult.of(data, body, fmt=fmt)
 
 
-def read_tools(address: Address, fmt: str) -> VerbResult:
+def read_tools(ctx: VerbContext, address: Address, fmt: str) -> VerbResult:
     if address.listing:
-        lines = [f"- {spec.summary_line()}" for spec in VERBS.values()]
-        lines += [
-            "",
-            "Read ~/tools/<name> for a full contract. Callable tools (search, web_search, execute) and authored "
-            "tools arrive in later builds.",
-        ]
-        data = {
-            "summary": f"{len(VERBS)} verbs and 0 callable tools.",
-            "markdown": "\n".join(lines),
-            "tools": [],
-            "verbs": list(VERBS),
-        }
-        return VerbResult.of(data, data["markdown"], fmt=fmt)
-    spec = VERBS.get(address.rest)
-    if spec is None:
-        raise NotFound(
-            f"No tool named {address.rest}. The tools here are the verbs {', '.join(VERBS)}; read ~/tools/ to list "
-            "them. Authored and callable tools are not available in this build."
-        )
-    data: dict[str, Any] = {
-        "summary": f"Contract of the {spec.name} verb.",
-        "name": spec.name,
-        "kind": "verb",
-        "description": spec.description,
-        "input": spec.input_schema,
-        "contract": spec.contract_markdown(),
-    }
-    if spec.output_schema is not None:
-        data["output"] = spec.output_schema
-    if fmt == "json":
-        return VerbResult.of(data, fmt=fmt)
-    return VerbResult(data, spec.contract_markdown())
+        listing = catalog.tools_listing(ctx)
+        return VerbResult.of(listing, listing["markdown"], fmt=fmt)
+    return catalog.read_tool(ctx, address.rest, fmt)
 
 
 def read_plan(ctx: VerbContext, fmt: str) -> VerbResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mcp_harness.addresses import parse_address
@@ -9,9 +10,15 @@ from mcp_harness.errors import BadRequest
 from mcp_harness.space.paths import normalize_memory_path
 from mcp_harness.tools._unsupported import not_in_this_build
 from mcp_harness.tools.base import VerbContext, VerbResult, options_of, refuse_unknown_options
+from mcp_harness.tools.contracts import CALLABLES
+from mcp_harness.tools.documents import LAMBDA_SHAPE, validate_lambda
 
-SUPPORTED_WRITE_FORMS = "~/memory/<path> (with content, or options {delete: true})"
+SUPPORTED_WRITE_FORMS = (
+    "~/memory/<path> (with content, or options {delete: true}), ~/tools/<name> (JSON content, or options "
+    "{tool} / {delete: true})"
+)
 MEMORY_OPTIONS = ("delete", "fromUrl", "fromAttachment")
+TOOL_OPTIONS = ("delete", "tool")
 
 
 def write(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
@@ -31,9 +38,41 @@ def write(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
         raise BadRequest(f"Unrecognized write address: {text}. Supported: {SUPPORTED_WRITE_FORMS}.")
     if address.kind in ("tools", "triggers") and address.listing:
         raise BadRequest(f"Unrecognized write address: {text}. Supported: {SUPPORTED_WRITE_FORMS}.")
+    if address.kind == "tools":
+        return write_tool(ctx, address.rest, arguments.get("content"), options)
     if address.kind != "memory":
         raise not_in_this_build(address.kind, SUPPORTED_WRITE_FORMS)
     return write_memory(ctx, address.rest, arguments.get("content"), options)
+
+
+def write_tool(ctx: VerbContext, name: str, content: object, options: dict[str, Any]) -> VerbResult:
+    """Author, replace or delete a lambda (HARNESS §4, §12)."""
+    refuse_unknown_options(f"write ~/tools/{name}", options, TOOL_OPTIONS)
+    tools = ctx.harness.tools
+    if options.get("delete") is True:
+        existing = tools.get(ctx.agent.id, name)
+        if name in CALLABLES or (existing is not None and existing.kind == "builtin"):
+            raise BadRequest(f'"{name}" is a builtin tool; disable it via the agent\'s tool grants instead.')
+        deleted = tools.delete_lambda(ctx.agent.id, name)
+        summary = f"Deleted tool {name}." if deleted else f"No authored tool named {name}; nothing to delete."
+        return VerbResult.of({"summary": summary, "name": name, "deleted": deleted})
+    if "delete" in options and not isinstance(options["delete"], bool):
+        raise BadRequest("write ~/tools option delete must be true (or left out).")
+    if "tool" in options:
+        body: object = options["tool"]
+    elif isinstance(content, str):
+        try:
+            body = json.loads(content)
+        except json.JSONDecodeError as exc:
+            raise BadRequest(
+                f"write ~/tools/{name} expects JSON content: {LAMBDA_SHAPE} ({exc.msg} at line {exc.lineno})."
+            ) from None
+    else:
+        raise BadRequest(f"write ~/tools/{name} expects JSON content (or options.tool): {LAMBDA_SHAPE}.")
+    doc = validate_lambda(name, body)
+    cid = tools.save_lambda(ctx.agent.id, doc)
+    summary = f"Saved tool {name} ({cid}). Call it by name with the call verb; its contract is live in ~/tools now."
+    return VerbResult.of({"summary": summary, "name": name, "cid": cid, "kind": doc.kind})
 
 
 def write_memory(ctx: VerbContext, rest: str, content: object, options: dict[str, Any]) -> VerbResult:

@@ -1,0 +1,112 @@
+"""Per-agent tool documents: builtins rewritten only when their CID changes, lambdas upserted by the agent."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import cbor2
+
+from mcp_harness.store._util import now_ms
+from mcp_harness.store.db import Database
+from mcp_harness.tools.documents import ToolDocument, cid_of_bytes
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolRecord:
+    document: ToolDocument
+    cid: str
+    enabled: bool
+    created_at: int
+    updated_at: int
+
+    @property
+    def name(self) -> str:
+        return self.document.name
+
+    @property
+    def kind(self) -> str:
+        return self.document.kind
+
+
+def _record(row: sqlite3.Row) -> ToolRecord:
+    return ToolRecord(
+        document=ToolDocument.from_json(cbor2.loads(row["doc_cbor"])),
+        cid=row["cid"],
+        enabled=bool(row["enabled"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+class ToolStore:
+    """Tool document rows. Methods block; call them off the event loop."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._materialized: dict[str, frozenset[tuple[str, str]]] = {}
+
+    def ensure_builtins(self, agent_id: str, documents: Iterable[ToolDocument]) -> None:
+        """Upsert each builtin whose stored CID differs; `enabled` and `created_at` are left as they are.
+
+        Remembered per process, so the common case (nothing changed since the last call) costs no query.
+        """
+        encoded = [(doc, doc.encode()) for doc in documents]
+        wanted = frozenset((doc.name, cid_of_bytes(data)) for doc, data in encoded)
+        if self._materialized.get(agent_id) == wanted:
+            return
+        cids = dict(wanted)
+        ts = now_ms()
+        with self.db.transaction() as conn:
+            stored = {
+                row["name"]: row["cid"]
+                for row in conn.execute("SELECT name, cid FROM tool_documents WHERE agent_id = ?", (agent_id,))
+            }
+            for doc, data in encoded:
+                cid = cids[doc.name]
+                if stored.get(doc.name) == cid:
+                    continue
+                conn.execute(
+                    "INSERT INTO tool_documents (agent_id, name, kind, cid, doc_cbor, created_at, updated_at) "
+                    "VALUES (?, ?, 'builtin', ?, ?, ?, ?) ON CONFLICT (agent_id, name) DO UPDATE SET "
+                    "kind = excluded.kind, cid = excluded.cid, doc_cbor = excluded.doc_cbor, "
+                    "updated_at = excluded.updated_at",
+                    (agent_id, doc.name, cid, data, ts, ts),
+                )
+        self._materialized[agent_id] = wanted
+
+    def get(self, agent_id: str, name: str) -> ToolRecord | None:
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT * FROM tool_documents WHERE agent_id = ? AND name = ?", (agent_id, name)
+            ).fetchone()
+        return None if row is None else _record(row)
+
+    def list(self, agent_id: str) -> list[ToolRecord]:
+        """Every document of the agent, in name order."""
+        with self.db.reading() as conn:
+            rows = conn.execute("SELECT * FROM tool_documents WHERE agent_id = ? ORDER BY name", (agent_id,)).fetchall()
+        return [_record(r) for r in rows]
+
+    def save_lambda(self, agent_id: str, doc: ToolDocument) -> str:
+        """Create or replace the agent's lambda of that name; returns its CID."""
+        data = doc.encode()
+        cid = cid_of_bytes(data)
+        ts = now_ms()
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO tool_documents (agent_id, name, kind, cid, doc_cbor, enabled, created_at, updated_at) "
+                "VALUES (?, ?, 'lambda', ?, ?, 1, ?, ?) ON CONFLICT (agent_id, name) DO UPDATE SET "
+                "kind = excluded.kind, cid = excluded.cid, doc_cbor = excluded.doc_cbor, "
+                "updated_at = excluded.updated_at",
+                (agent_id, doc.name, cid, data, ts, ts),
+            )
+        return cid
+
+    def delete_lambda(self, agent_id: str, name: str) -> bool:
+        with self.db.transaction() as conn:
+            cur = conn.execute(
+                "DELETE FROM tool_documents WHERE agent_id = ? AND name = ? AND kind = 'lambda'", (agent_id, name)
+            )
+        return cur.rowcount > 0

@@ -1,0 +1,89 @@
+"""The `call` verb (HARNESS §5): resolve a name, touch-expand on a miss, then dispatch.
+
+A miss never punishes the caller: an unknown or ungranted name returns the listing, and input the contract rejects
+returns the contract with the validation errors, both as ordinary results. Only a tool that ran and failed (or a
+gate that refuses it) is an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+
+from mcp_harness.errors import BadRequest, Forbidden
+from mcp_harness.tools import catalog
+from mcp_harness.tools.base import VerbContext, VerbResult
+from mcp_harness.tools.contracts import CALLABLES, callable_alias
+from mcp_harness.tools.documents import ToolDocument, contract_markdown
+from mcp_harness.tools.schema_subset import value_errors
+
+
+def touch_expand(name: str, contract: str, errors: list[str]) -> VerbResult:
+    data = {
+        "summary": f"Input for {name} did not match its contract — here it is; call again with valid input.",
+        "contract": contract,
+        "validationErrors": errors,
+    }
+    body = contract + "\n\n## Validation errors\n\n" + "\n".join(f"- {e}" for e in errors)
+    return VerbResult.of(data, body)
+
+
+async def call(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
+    raw = arguments.get("tool")
+    name = callable_alias(raw.strip()) if isinstance(raw, str) else ""
+    given = arguments.get("input")
+    tool_input: dict[str, Any] = given if isinstance(given, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+    harness = ctx.harness
+    callables = await anyio.to_thread.run_sync(catalog.callable_set, harness, ctx.agent.definition)
+    if name in CALLABLES and name in callables:
+        spec = catalog.callable_spec(harness, name)
+        errors = value_errors(spec.input_schema, tool_input)
+        if errors:
+            return touch_expand(name, spec.contract_markdown(), errors)
+        return await dispatch(ctx, name, tool_input)
+    record = await anyio.to_thread.run_sync(harness.tools.get, ctx.agent.id, name) if name else None
+    if record is not None and record.kind == "lambda" and record.enabled:
+        return await run_lambda(ctx, record.document, record.cid, tool_input, callables)
+    listing = await anyio.to_thread.run_sync(catalog.tools_listing, ctx)
+    summary = (
+        f"No callable tool named {name}. Here is what you can call."
+        if name
+        else "call requires a tool name. Here is what you can call."
+    )
+    return VerbResult.of({**listing, "summary": summary}, listing["markdown"])
+
+
+async def dispatch(ctx: VerbContext, name: str, tool_input: dict[str, Any]) -> VerbResult:
+    if name == "execute":
+        from mcp_harness.tools.execute import execute
+
+        return await execute(ctx, tool_input)
+    raise BadRequest(f"Tool {name} has no executor in this runtime.")
+
+
+async def run_lambda(
+    ctx: VerbContext, doc: ToolDocument, cid: str, tool_input: dict[str, Any], callables: list[str]
+) -> VerbResult:
+    """Gates in order — input contract, source, host runtime, the `execute` grant — then the sandbox."""
+    errors = value_errors(doc.input, tool_input)
+    if errors:
+        return touch_expand(doc.name, contract_markdown(doc, cid), errors)
+    if not (doc.source or "").strip():
+        raise BadRequest(f"Tool {doc.name} has no source to run; rewrite it with write ~/tools/{doc.name}.")
+    runtime = "python" if doc.runtime == "python" else "ts"
+    offered = ctx.harness.sandbox_runtimes()
+    if runtime not in offered:
+        have = ", ".join(offered) or "none (no sandbox on this host; see `mcp-harness doctor`)"
+        raise BadRequest(
+            f"Tool {doc.name} is written in {doc.runtime}, which this server cannot run: runtimes offered are "
+            f"{have}. Rewrite it in an offered runtime."
+        )
+    if "execute" not in callables:
+        raise Forbidden(
+            f"Tool {doc.name} runs code in the sandbox, which is not enabled for this agent: its owner has not "
+            "granted execute."
+        )
+    from mcp_harness.tools.lambdas import run
+
+    return await run(ctx, doc, runtime, tool_input)

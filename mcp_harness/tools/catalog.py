@@ -1,0 +1,134 @@
+"""What an agent can call: grants intersected with what this host offers, the `~/tools` reads, and promotion.
+
+A builtin the agent is not granted is indistinguishable from a name that does not exist, in listings, in
+`read ~/tools/<name>` and in `call`, so grants cannot be discovered by probing (HARNESS §5).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import cbor2
+
+from mcp_harness.tools.base import VerbContext, VerbResult
+from mcp_harness.tools.contracts import CALLABLES, VERBS, VerbSpec, callable_alias, narrowed
+from mcp_harness.tools.documents import builtin_document, contract_markdown
+
+if TYPE_CHECKING:
+    from mcp_harness.definition import AgentDefinition
+    from mcp_harness.harness import Harness
+    from mcp_harness.store.agents import AgentRecord
+    from mcp_harness.store.tools import ToolRecord
+
+AUTHORING_LINES = [
+    "",
+    "Read ~/tools/<name> for a full contract; call {tool, input} runs one.",
+    "Author your own with write ~/tools/<name> and JSON content {description, input?, output?, source, runtime?}.",
+]
+
+
+def callable_set(harness: Harness, definition: AgentDefinition) -> list[str]:
+    """Granted callables this host can run, in registry order. Unset `tools` grants every callable."""
+    offered = harness.offered_callables()
+    if definition.tools is None:
+        granted = set(CALLABLES)
+    else:
+        granted = {callable_alias(t) for t in definition.tools}
+    return [name for name in CALLABLES if name in granted and name in offered]
+
+
+def callable_spec(harness: Harness, name: str) -> VerbSpec:
+    """A builtin's contract as this host serves it (`execute`'s runtime enum narrowed to what is offered)."""
+    return narrowed(CALLABLES[name], harness.sandbox_runtimes())
+
+
+def _documents(harness: Harness, agent: AgentRecord) -> list[ToolRecord]:
+    specs = [callable_spec(harness, name) for name in CALLABLES]
+    harness.tools.ensure_builtins(agent.id, [builtin_document(spec) for spec in specs])
+    return harness.tools.list(agent.id)
+
+
+def visible_documents(harness: Harness, agent: AgentRecord) -> list[ToolRecord]:
+    """Enabled documents the agent may see: granted (and offered) builtins and its enabled lambdas, by name."""
+    granted = set(callable_set(harness, agent.definition))
+    out: list[ToolRecord] = []
+    for record in _documents(harness, agent):
+        if not record.enabled:
+            continue
+        if record.kind == "builtin" and record.name not in granted:
+            continue
+        out.append(record)
+    return out
+
+
+def tools_listing(ctx: VerbContext) -> dict[str, Any]:
+    """`{summary, markdown, tools, verbs}`: the verbs' summary lines, then callable documents, then how to author."""
+    records = visible_documents(ctx.harness, ctx.agent)
+    lines = [f"- {spec.summary_line()}" for spec in VERBS.values()]
+    if records:
+        lines += ["", "Callable tools:"]
+        lines += [f"- {r.name} — {r.document.summary}{' (authored)' if r.kind == 'lambda' else ''}" for r in records]
+    lines += AUTHORING_LINES
+    count = len(records)
+    return {
+        "summary": f"{len(VERBS)} verbs and {count} callable tool{'s' if count != 1 else ''}.",
+        "markdown": "\n".join(lines),
+        "tools": [r.name for r in records],
+        "verbs": list(VERBS),
+    }
+
+
+def read_tool(ctx: VerbContext, name: str, fmt: str) -> VerbResult:
+    """A verb's or a visible document's contract; anything else reads as "no tool named …" plus the listing."""
+    spec = VERBS.get(name)
+    if spec is not None:
+        data: dict[str, Any] = {
+            "summary": f"Contract of the {spec.name} verb.",
+            "name": spec.name,
+            "kind": "verb",
+            "description": spec.description,
+            "input": spec.input_schema,
+            "contract": spec.contract_markdown(),
+        }
+        if spec.output_schema is not None:
+            data["output"] = spec.output_schema
+        return VerbResult.of(data, fmt=fmt) if fmt == "json" else VerbResult(data, data["contract"])
+    for record in visible_documents(ctx.harness, ctx.agent):
+        if record.name == name:
+            doc = record.document
+            contract = contract_markdown(doc, record.cid)
+            # The document's own `summary` (its listing line) moves aside for the result's one-line summary.
+            data = {**doc.to_json(), "toolSummary": doc.summary, "cid": record.cid}
+            data["summary"] = f"Contract of the {doc.kind} tool {doc.name}."
+            data["contract"] = contract
+            return VerbResult.of(data, fmt=fmt) if fmt == "json" else VerbResult(data, contract)
+    listing = tools_listing(ctx)
+    data = {**listing, "summary": f"No tool named {name}. Here is what you can read and call."}
+    return VerbResult.of(data, listing["markdown"], fmt=fmt)
+
+
+def promoted_callables(harness: Harness, agent: AgentRecord, session_id: str) -> list[str]:
+    """Callables this session has touched (`read ~/tools/<n>` or `call <n>` by a non-user actor), intersected with
+    what the agent may call. Derived from the durable log, so it survives restarts (HARNESS §5)."""
+    touched: set[str] = set()
+    with harness.db.reading() as conn:
+        rows = conn.execute(
+            "SELECT event_cbor FROM session_events WHERE session_id = ? AND type = 'tool_call' AND actor <> 'user' "
+            "ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+    for row in rows:
+        event = cbor2.loads(row[0])
+        arguments = event.get("input")
+        if not isinstance(arguments, dict):
+            continue
+        if event.get("name") == "read":
+            address = arguments.get("address")
+            if isinstance(address, str) and address.strip().startswith("~/tools/"):
+                touched.add(address.strip()[len("~/tools/") :].rstrip("/"))
+        elif event.get("name") == "call" and isinstance(arguments.get("tool"), str):
+            touched.add(arguments["tool"].strip())
+    if not touched:
+        return []
+    aliased = {callable_alias(name) for name in touched}
+    return [name for name in callable_set(harness, agent.definition) if name in aliased]
