@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -10,6 +11,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from mcp_harness.config import load_settings
 from mcp_harness.definition import normalize_definition
 from mcp_harness.harness import Harness, SessionBinding
 from mcp_harness.server import build_server
@@ -172,3 +174,29 @@ async def test_execute_reports_output_tail_as_progress(client: Client) -> None:
     assert not result.is_error
     assert messages and "tick" in messages[-1]
     assert any("tick 0" in m for m in messages) and len(messages) >= 2
+
+
+async def test_without_bubblewrap_execute_and_lambdas_are_not_offered(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bwrap-here"))
+    harness = Harness(load_settings(data_dir=data_dir))
+    try:
+        assert harness.sandbox_runtimes() == ()
+        async with Client(build_server(harness)) as c:
+            listing = await call(c, "read", {"address": "~/tools/"})
+            assert listing["tools"] == [] and listing["summary"] == "5 verbs and 0 callable tools."
+            missing = await call(c, "read", {"address": "~/tools/execute"})
+            assert missing["summary"] == "No tool named execute. Here is what you can read and call."
+            listed = await call(c, "call", execute("print(1)"))
+            assert listed["summary"] == "No callable tool named execute. Here is what you can call."
+            await call(
+                c,
+                "write",
+                {"address": "~/tools/py_tool", "content": json.dumps(lambda_tool("def main(i):\n    return 1\n"))},
+            )
+            error = await refused(c, "call", {"tool": "py_tool"})
+            assert "which this server cannot run" in error["message"] and "mcp-harness doctor" in error["message"]
+            assert (await call(c, "read", {"address": "~/self"}))["grants"]["callableTools"] == []
+    finally:
+        harness.close()

@@ -157,6 +157,24 @@ async def test_child_sessions_list_return_result_with_the_parents_schema(http_se
                 assert "return_result" not in [t.name for t in (await c.list_tools()).tools]
 
 
+async def test_promoted_tools_appear_only_on_session_bound_endpoints(http_server: tuple[str, Harness]) -> None:
+    """DESIGN §3 / HARNESS §5: the stateless /mcp endpoint serves the standing session with the five verbs only;
+    the same session reached at /mcp/sessions/{id}, and a handshake-era /mcp session, list what was touched."""
+    base, harness = http_server
+    with anyio.fail_after(30):
+        async with Client(f"{base}/mcp", mode="2026-07-28") as c:
+            await call(c, "read", {"address": "~/tools/execute"})
+            assert "execute" not in [t.name for t in (await c.list_tools()).tools]
+        standing = next(s for s in harness.sessions.list(harness.account_id) if s.kind == "standing")
+        for mode in ("legacy", "2026-07-28"):
+            async with Client(f"{base}/mcp/sessions/{standing.id}", mode=mode) as c:
+                assert [t.name for t in (await c.list_tools()).tools][-1] == "execute"
+        async with Client(f"{base}/mcp", mode="legacy") as c:
+            assert "execute" not in [t.name for t in (await c.list_tools()).tools]
+            await call(c, "call", {"tool": "execute", "input": {"runtime": "shell", "code": "true"}})
+            assert "execute" in [t.name for t in (await c.list_tools()).tools]
+
+
 def test_non_loopback_http_requires_tokens(harness: Harness) -> None:
     from mcp_harness.errors import BadRequest
 
