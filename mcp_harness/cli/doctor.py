@@ -1,0 +1,71 @@
+"""`mcp-harness doctor`: can this host run the sandbox, with which runtimes, and is the data dir usable."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from mcp_harness.cli._common import common_flags, settings_of
+
+
+def register(sub: Any) -> None:
+    doctor = sub.add_parser("doctor", help="check the code sandbox (bubblewrap), its runtimes and the data dir")
+    doctor.set_defaults(handler=_doctor_command)
+    common_flags(doctor)
+
+
+def _data_dir_state(path: Path) -> tuple[bool, str]:
+    """Whether `path` is, or can be created as, a writable directory, and a few words saying so."""
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            return False, "no existing parent directory"
+        probe = probe.parent
+    if not probe.is_dir():
+        return False, f"{probe} is not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return False, f"{probe} is not writable"
+    return True, "writable" if probe == path else "writable; created on first use"
+
+
+def _doctor_command(args: argparse.Namespace, out: Any) -> int:
+    from mcp_harness.sandbox import Sandbox
+
+    settings = settings_of(args)
+    sandbox = Sandbox(settings.sandbox)
+    probe = sandbox.check()
+    good = True
+
+    def line(ok: bool | None, label: str, text: str) -> None:
+        nonlocal good
+        good = good and ok is not False
+        print(f"[{'ok' if ok else '--' if ok is None else '!!'}] {label}: {text}", file=out)
+
+    layout = probe.layout
+    if layout is None:
+        line(False, "bubblewrap", probe.reason or "not usable")
+    else:
+        line(True, "bubblewrap", f"{layout.bwrap} (version {probe.bwrap_version or 'unknown'})")
+        if probe.reason is None:
+            line(True, "sandbox", f"a probe sandbox runs; processes bounded by {probe.process_limit}")
+        else:
+            line(False, "sandbox", probe.reason)
+    runtimes = sandbox.runtimes
+    line(bool(runtimes), "runtimes", ", ".join(runtimes) or "none")
+    if layout is not None:
+        if layout.python is None:
+            line(
+                False,
+                "python",
+                f"{settings.sandbox.python} is missing or outside the system directories the "
+                "sandbox mounts (/usr, /bin, /lib); set [sandbox] python to a system interpreter",
+            )
+        ts = f"{layout.ts.name} ({layout.ts.host_path})" if layout.ts else "none (install bun, deno or node >= 22.6)"
+        line(None if layout.ts is None else True, "typescript", ts)
+    line(None, "network", "on: sandboxed code can reach the network" if settings.sandbox.network else "off")
+    writable, state = _data_dir_state(settings.data_dir)
+    line(writable, "data dir", f"{settings.data_dir} ({state})")
+    print("All good." if good else "Some checks failed; see the lines marked [!!].", file=out)
+    return 0 if good else 1
