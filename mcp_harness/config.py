@@ -6,6 +6,7 @@ known keys, so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import tomllib
@@ -32,17 +33,53 @@ class AgentSettings(BaseModel):
     tools: list[str] | None = None
 
 
-class ServerSettings(BaseModel):
-    """Transport settings."""
+class TokenSettings(BaseModel):
+    """One HTTP bearer token, stored only as its hash, and the (account, agent) its requests act as."""
 
     model_config = ConfigDict(extra="forbid")
 
-    http: str = DEFAULT_HTTP
+    hash: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    """`sha256:<hex>` of the token; `mcp-harness token new` prints a token and this line."""
+    agent: str | None = None
+    """Agent name or id the token's requests bind to (default: the configured agent)."""
+    account: str = "local"
+    label: str | None = None
+
+
+class HttpSettings(BaseModel):
+    """Streamable HTTP transport settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    listen: str = DEFAULT_HTTP
     """HOST:PORT for `serve --http` when no address is given."""
-    tokens: list[str] = Field(default_factory=list)
-    """Bearer tokens accepted on HTTP; required for any bind that is not loopback."""
-    max_body_bytes: int = 4 * 1024 * 1024
+    tokens: list[TokenSettings] = Field(default_factory=list)
+    """Accepted bearer tokens (hashes only); required for any bind that is not loopback."""
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     """Largest HTTP request body accepted."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    """Browser origins allowed besides loopback ones (e.g. "https://app.example"); any other Origin is refused."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Host header values allowed besides loopback ones and the bind address (e.g. "mcp.example:443")."""
+
+
+class ProviderSettings(BaseModel):
+    """A model provider declared in config (`[providers.<name>]`); `mcp-harness provider add` stores others."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    """openai, anthropic, google, openrouter, ollama, custom, sampling or scripted."""
+    base_url: str | None = None
+    """Only for ollama and custom; hosted types always use their pinned URL."""
+    api_key_env: str | None = None
+    """Environment variable holding the key (default: the type's standard one, e.g. OPENAI_API_KEY)."""
+    api_key_secret: str | None = None
+    """Name of a sealed secret holding the key (`mcp-harness secret set NAME`)."""
+    model: str | None = None
+    """Default model id for agents that name this provider without a model."""
+    file: Path | None = None
+    """For scripted: a JSON file of canned replies."""
 
 
 class SandboxSettings(BaseModel):
@@ -75,7 +112,8 @@ class Settings(BaseModel):
     data_dir: Path = Field(default_factory=lambda: default_data_dir())
     log_level: str = "WARNING"
     agent: AgentSettings = Field(default_factory=AgentSettings)
-    server: ServerSettings = Field(default_factory=ServerSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
 
@@ -95,9 +133,15 @@ _ENV: dict[str, tuple[str, ...]] = {
     "MCP_HARNESS_AGENT": ("agent", "name"),
     "MCP_HARNESS_MODEL_PROVIDER": ("agent", "model_provider"),
     "MCP_HARNESS_MODEL": ("agent", "model"),
-    "MCP_HARNESS_HTTP": ("server", "http"),
-    "MCP_HARNESS_HTTP_TOKENS": ("server", "tokens"),
+    "MCP_HARNESS_HTTP": ("http", "listen"),
 }
+TOKENS_ENV = "MCP_HARNESS_HTTP_TOKENS"
+"""Comma-separated plaintext tokens for the default agent: hashed on load, never stored."""
+
+
+def token_hash(token: str) -> str:
+    """The form a token is stored and compared in."""
+    return "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def _put(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
@@ -124,7 +168,11 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     for name, target in _ENV.items():
         value = os.environ.get(name)
         if value:
-            _put(data, target, [t for t in value.split(",") if t] if name.endswith("TOKENS") else value)
+            _put(data, target, value)
+    env_tokens = [t.strip() for t in os.environ.get(TOKENS_ENV, "").split(",") if t.strip()]
+    if env_tokens:
+        http = data.setdefault("http", {})
+        http["tokens"] = [*http.get("tokens", []), *({"hash": token_hash(t), "label": "env"} for t in env_tokens)]
     for key, value in overrides.items():
         if value is not None:
             _put(data, tuple(key.split(".")), value)

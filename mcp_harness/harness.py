@@ -19,7 +19,7 @@ import anyio.to_thread
 
 from mcp_harness.config import Settings
 from mcp_harness.definition import AgentDefinition, normalize_definition
-from mcp_harness.errors import BadRequest, HarnessError
+from mcp_harness.errors import BadRequest, HarnessError, NotFound
 from mcp_harness.space.memory import MemoryStore
 from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
 from mcp_harness.store._util import new_id
@@ -34,12 +34,13 @@ from mcp_harness.tools.base import Progress, VerbContext, VerbResult
 from mcp_harness.tools.contracts import VERBS, input_errors
 
 if TYPE_CHECKING:
+    from mcp_harness.models.providers import ProviderRegistry
     from mcp_harness.sandbox import Sandbox
+    from mcp_harness.store.secrets import SecretStore
 
 logger = logging.getLogger(__name__)
 
 LOCAL_ACCOUNT = "local"
-LEGACY_PUBLISH_NAMES = ("publish", "write", "memory_publish_document", "ipfs_write", "attachment_to_ipfs")
 
 SyncVerb = Callable[[VerbContext, dict[str, Any]], VerbResult]
 
@@ -66,6 +67,11 @@ UNLOGGED_VERBS = frozenset({"plan"})
 """Plan calls write no transcript events (HARNESS §1.1): the checklist is state, not conversation."""
 
 
+def _call_id(actor: Actor) -> str:
+    """Tool call ids; the user's are prefixed, as the reference's are, so a transcript shows who acted at a glance."""
+    return f"user-{new_id()}" if actor == "user" else new_id()
+
+
 class Harness:
     """Everything a verb may touch, opened once per process."""
 
@@ -79,6 +85,8 @@ class Harness:
         self.account_id = LOCAL_ACCOUNT
         self._memories: dict[str, MemoryStore] = {}
         self._sandbox: Sandbox | None = None
+        self._secrets: SecretStore | None = None
+        self._providers: ProviderRegistry | None = None
         self.agents.ensure_account(self.account_id, "local owner")
 
     def close(self) -> None:
@@ -111,13 +119,41 @@ class Harness:
             raise BadRequest(
                 f"No agent named {name_or_id!r}. Agents: {names}. Create one with `mcp-harness agent create`."
             )
-        return self.agents.create(self.account_id, self.default_definition())
+        definition = self.default_definition()
+        self.check_definition(definition)
+        return self.agents.create(self.account_id, definition)
 
     def memory(self, agent: AgentRecord) -> MemoryStore:
         store = self._memories.get(agent.id)
         if store is None:
             store = self._memories[agent.id] = MemoryStore(agent.memory_dir)
         return store
+
+    @property
+    def secrets(self) -> SecretStore:
+        """Sealed secrets; the master key is loaded on first use, so serving without secrets never needs it."""
+        if self._secrets is None:
+            from mcp_harness.store.secrets import SecretStore
+
+            self._secrets = SecretStore(self.db, self.settings)
+        return self._secrets
+
+    @property
+    def providers(self) -> ProviderRegistry:
+        """Model providers: built-in (scripted, sampling), from config, and added with the CLI."""
+        if self._providers is None:
+            from mcp_harness.models.providers import ProviderRegistry
+
+            self._providers = ProviderRegistry(self)
+        return self._providers
+
+    def check_definition(self, definition: AgentDefinition) -> None:
+        """What a definition names must exist: its model provider and its signing identities (400 otherwise)."""
+        self.providers.require(definition.model_provider)
+        if definition.signing_key or definition.signing_keys:
+            from mcp_harness.identity.identities import check_signing_keys  # imports PyNaCl: only when needed
+
+            check_signing_keys(self, definition)
 
     @property
     def sandbox(self) -> Sandbox:
@@ -139,11 +175,9 @@ class Harness:
 
     def grants(self, definition: AgentDefinition) -> dict[str, Any]:
         """What the agent may do beyond the verbs: its callable tools and whether it may publish."""
-        from mcp_harness.tools.catalog import callable_set
+        from mcp_harness.grants import effective_grants
 
-        tools = definition.tools
-        publish = tools is None or any(t in LEGACY_PUBLISH_NAMES for t in tools)
-        return {"callableTools": callable_set(self, definition), "publish": publish}
+        return effective_grants(self, definition)
 
     # -- verbs ---------------------------------------------------------------------------------------------
 
@@ -159,7 +193,7 @@ class Harness:
         """
         if ctx.session_id is None or verb in UNLOGGED_VERBS:
             return self._run_verb(ctx, verb, arguments)
-        call_id = new_id()
+        call_id = _call_id(ctx.actor)
         with self.db.transaction():
             result, error = self._run_verb(ctx, verb, arguments)
             outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
@@ -176,7 +210,7 @@ class Harness:
         self, ctx: VerbContext, verb: str, arguments: dict[str, Any]
     ) -> tuple[VerbResult | None, HarnessError | None]:
         """A long-running verb: its `tool_call` is committed before it starts, so a crash mid-call stays visible."""
-        call_id = new_id()
+        call_id = _call_id(ctx.actor)
         if ctx.session_id is not None:
             call = {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
             await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, call, ctx.actor)
@@ -235,6 +269,8 @@ class SessionBinding:
     session_id: str | None = None
     kind: SessionKind = "conversation"
     title: str | None = None
+    required_agent: str | None = None
+    """For a token-scoped HTTP request: the agent (name or id) the bound session must belong to."""
     promoted: dict[str, Any] | None = None
     """The promoted callables last shown to this binding's client, to notice when the list grows."""
     _verified: bool = False
@@ -246,6 +282,9 @@ class SessionBinding:
         with self._lock:
             if self.session_id is not None:
                 record = h.sessions.get(self.session_id)
+                if self.required_agent is not None and record.agent_id != h.agent(self.required_agent).id:
+                    # Same answer as a missing session: a token must not learn which sessions other agents have.
+                    raise NotFound(f"No thread {self.session_id} for this token's agent ({self.required_agent}).")
             elif self.kind == "standing":
                 record = h.sessions.standing(h.account_id, self.agent_id)
             else:

@@ -17,7 +17,7 @@ import re
 import stat
 import sys
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,8 +32,9 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_harness import __version__
+from mcp_harness.config import HttpSettings, TokenSettings, token_hash
 from mcp_harness.errors import BadRequest, HarnessError
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.harness import LOCAL_ACCOUNT, Harness, SessionBinding
 from mcp_harness.resources import RESOURCE_TEMPLATES, list_resources, read_resource
 from mcp_harness.tools._unsupported import not_in_this_build
 from mcp_harness.tools.base import Progress
@@ -87,12 +88,12 @@ class ServerState:
     harness: Harness
     agent_name: str | None
     default: SessionBinding
-    by_mcp_session: OrderedDict[str, SessionBinding] = field(default_factory=lambda: OrderedDict())
-    by_path: dict[str, SessionBinding] = field(default_factory=lambda: {})
-    standing: SessionBinding | None = None
+    by_mcp_session: OrderedDict[tuple[str, str | None], SessionBinding] = field(default_factory=lambda: OrderedDict())
+    by_path: OrderedDict[tuple[str, str | None], SessionBinding] = field(default_factory=lambda: OrderedDict())
+    standing: dict[str | None, SessionBinding] = field(default_factory=lambda: {})
 
-    def _agent_id(self) -> str:
-        return self.harness.agent(self.agent_name).id
+    def _agent_id(self, agent_name: str | None) -> str:
+        return self.harness.agent(agent_name).id
 
     async def promoted(self, binding: SessionBinding) -> dict[str, VerbSpec]:
         """Callables this binding's session has touched, as contracts; only on session-bound endpoints (DESIGN §3)."""
@@ -125,25 +126,45 @@ class ServerState:
         url = getattr(request, "url", None)
         if url is None:
             return self.default
+        scope: dict[str, Any] = getattr(request, "scope", {})
+        token: TokenSettings | None = scope.get(TOKEN_SCOPE_KEY)
+        # A token names the agent its requests act as; without one (loopback, no tokens) the server's agent.
+        agent_name = token.agent if token is not None and token.agent else self.agent_name
         match = _SESSION_PATH.match(url.path)
         if match:
             session_id = match.group(1)
-            found = self.by_path.get(session_id)
-            if found is None:
-                found = self.by_path[session_id] = SessionBinding(self.harness, agent_id="", session_id=session_id)
-            return found
+            required = token.agent if token is not None else None
+            return self._remember(
+                self.by_path,
+                (session_id, required),
+                lambda: SessionBinding(self.harness, agent_id="", session_id=session_id, required_agent=required),
+            )
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            if self.standing is None:
-                self.standing = SessionBinding(self.harness, agent_id=self._agent_id(), kind="standing")
-            return self.standing
+            found = self.standing.get(agent_name)
+            if found is None:
+                found = self.standing[agent_name] = SessionBinding(
+                    self.harness, agent_id=self._agent_id(agent_name), kind="standing"
+                )
+            return found
         mcp_session = request.headers.get("mcp-session-id", "") if request is not None else ""  # pyright: ignore
-        found = self.by_mcp_session.get(mcp_session)
+        title = f"HTTP session {datetime.now(UTC):%Y-%m-%d %H:%M}"
+        return self._remember(
+            self.by_mcp_session,
+            (mcp_session, agent_name),
+            lambda: SessionBinding(self.harness, agent_id=self._agent_id(agent_name), title=title),
+        )
+
+    @staticmethod
+    def _remember(
+        table: OrderedDict[tuple[str, str | None], SessionBinding],
+        key: tuple[str, str | None],
+        make: Callable[[], SessionBinding],
+    ) -> SessionBinding:
+        found = table.get(key)
         if found is None:
-            title = f"HTTP session {datetime.now(UTC):%Y-%m-%d %H:%M}"
-            found = SessionBinding(self.harness, agent_id=self._agent_id(), title=title)
-            self.by_mcp_session[mcp_session] = found
-            while len(self.by_mcp_session) > MAX_TRACKED_HTTP_SESSIONS:
-                self.by_mcp_session.popitem(last=False)
+            found = table[key] = make()
+            while len(table) > MAX_TRACKED_HTTP_SESSIONS:
+                table.popitem(last=False)
         return found
 
 
@@ -391,8 +412,26 @@ def _is_loopback(host: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
 
 
-def http_app(server: Server[ServerState], *, host: str, tokens: list[str], max_body_bytes: int) -> Any:
-    """A Starlette app serving `/mcp` and `/mcp/sessions/{id}` through one session manager."""
+TOKEN_SCOPE_KEY = "mcp_harness.token"
+"""Where the HTTP guard leaves the matched token for `binding_for`."""
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def _origin_allowed(origin: str, allowed: list[str]) -> bool:
+    for pattern in allowed:
+        if origin == pattern or (pattern.endswith(":*") and origin.startswith(pattern[:-1])):
+            return True
+    return False
+
+
+def http_app(server: Server[ServerState], *, host: str, http: HttpSettings) -> Any:
+    """A Starlette app serving `/mcp` and `/mcp/sessions/{id}` through one session manager.
+
+    Every request passes the guard first: a browser `Origin` must be a loopback one or configured, and when tokens
+    are configured the bearer token must hash to one of them (tokens are stored only as hashes). A non-loopback bind
+    without tokens is refused outright.
+    """
     import hmac
 
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -402,18 +441,32 @@ def http_app(server: Server[ServerState], *, host: str, tokens: list[str], max_b
     from starlette.routing import Route
     from starlette.types import Receive, Scope, Send
 
-    if not _is_loopback(host) and not tokens:
+    loopback = _is_loopback(host)
+    if not loopback and not http.tokens:
         raise BadRequest(
-            f"Refusing to serve on {host} without bearer tokens: set server.tokens in the config (or "
-            "MCP_HARNESS_HTTP_TOKENS), or bind to 127.0.0.1."
+            f"Refusing to serve on {host} without bearer tokens: add [[http.tokens]] to the config (`mcp-harness "
+            "token new` prints one), set MCP_HARNESS_HTTP_TOKENS, or bind to 127.0.0.1."
         )
+    for token in http.tokens:
+        if token.account != LOCAL_ACCOUNT:
+            raise BadRequest(
+                f"Token {token.label or token.hash[:15]} names account {token.account!r}; this server has one "
+                f"account, {LOCAL_ACCOUNT!r}."
+            )
+    # The SDK checks Host (DNS rebinding) and Origin; off loopback, Host is only checked when hosts are configured,
+    # since the names clients use for a public bind are not knowable here. Origin is always checked below.
+    check_hosts = loopback or bool(http.allowed_hosts)
     security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=_is_loopback(host),
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        enable_dns_rebinding_protection=check_hosts,
+        allowed_hosts=[*_LOOPBACK_HOSTS, *([f"{host}:*", host] if not loopback else []), *http.allowed_hosts],
+        allowed_origins=[*_LOOPBACK_ORIGINS, *http.allowed_origins],
     )
-    manager = StreamableHTTPSessionManager(app=server, security_settings=security, max_request_body_size=max_body_bytes)
+    origins = [*_LOOPBACK_ORIGINS, *http.allowed_origins]
+    manager = StreamableHTTPSessionManager(
+        app=server, security_settings=security, max_request_body_size=http.max_body_bytes
+    )
     mcp_asgi = StreamableHTTPASGIApp(manager)
+    hashes = [(t, t.hash) for t in http.tokens]
 
     class Endpoint:
         """A raw ASGI endpoint (a class, so Starlette routes every method to it rather than only GET)."""
@@ -421,18 +474,25 @@ def http_app(server: Server[ServerState], *, host: str, tokens: list[str], max_b
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
             await guarded(scope, receive, send)
 
+    async def refuse(scope: Scope, receive: Receive, send: Send, status: int, message: str) -> None:
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+        await JSONResponse({"error": message}, status_code=status, headers=headers)(scope, receive, send)
+
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
-        if tokens:
-            header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
-            presented = header[7:] if header.lower().startswith("bearer ") else ""
-            if not any(hmac.compare_digest(presented, t) for t in tokens):
-                response = JSONResponse(
-                    {"error": "A valid bearer token is required."},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-                await response(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        if origin and not _origin_allowed(origin, origins):
+            await refuse(scope, receive, send, 403, f"Origin {origin} is not allowed (see [http] allowed_origins).")
+            return
+        if hashes:
+            header = headers.get(b"authorization", b"").decode("latin-1")
+            presented = header[7:].strip() if header.lower().startswith("bearer ") else ""
+            digest = token_hash(presented) if presented else ""
+            matched = next((t for t, h in hashes if hmac.compare_digest(digest, h)), None)
+            if matched is None:
+                await refuse(scope, receive, send, 401, "A valid bearer token is required.")
                 return
+            scope[TOKEN_SCOPE_KEY] = matched
         await mcp_asgi(scope, receive, send)
 
     @asynccontextmanager
@@ -445,12 +505,10 @@ def http_app(server: Server[ServerState], *, host: str, tokens: list[str], max_b
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-async def serve_http(
-    server: Server[ServerState], *, host: str, port: int, tokens: list[str], max_body_bytes: int
-) -> None:
+async def serve_http(server: Server[ServerState], *, host: str, port: int, http: HttpSettings) -> None:
     """Serve Streamable HTTP until interrupted."""
     import uvicorn
 
-    app = http_app(server, host=host, tokens=tokens, max_body_bytes=max_body_bytes)
+    app = http_app(server, host=host, http=http)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()

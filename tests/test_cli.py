@@ -20,6 +20,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_agent_lifecycle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = str(tmp_path)
+    code, _, err = run(capsys, "agent", "create", "researcher", "--data-dir", d, "--model-provider", "openai")
+    assert code == 2 and "No model provider named 'openai'" in err, "a definition must name an existing provider"
+    assert run(capsys, "provider", "add", "openai", "--type", "openai", "--data-dir", d)[0] == 0
     code, out, _ = run(
         capsys,
         "agent",

@@ -100,7 +100,7 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
     db = Database(tmp_path / "h.db")
     with db.reading() as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM _harness_migrations")]
-        assert names == ["m001_initial", "m002_tool_documents"]
+        assert names == ["m001_initial", "m002_tool_documents", "m003_secrets", "m004_providers"]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     db.close()

@@ -10,10 +10,10 @@ import logging
 import sys
 
 from mcp_harness import __version__
-from mcp_harness.cli import agents, doctor, serve
+from mcp_harness.cli import agents, doctor, identity, invoke, provider, secret, serve, token
 from mcp_harness.errors import HarnessError
 
-GROUPS = (serve, agents, doctor)
+GROUPS = (serve, agents, invoke, token, provider, secret, identity, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

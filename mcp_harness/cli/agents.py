@@ -91,7 +91,9 @@ def _agent_command(args: argparse.Namespace, out: Any) -> int:
         if args.action == "create":
             base = harness.default_definition().to_json()
             raw = {**base, "name": args.name, **_edits(args)}
-            record = harness.agents.create(harness.account_id, normalize_definition(raw))
+            definition = normalize_definition(raw)
+            harness.check_definition(definition)
+            record = harness.agents.create(harness.account_id, definition)
             print(
                 json.dumps(record.to_json(), indent=2) if args.json else f"Created agent {args.name} ({record.id}).",
                 file=out,
@@ -116,7 +118,9 @@ def _agent_command(args: argparse.Namespace, out: Any) -> int:
             raw = {**record.definition.to_json(), **_edits(args)}
             if args.rename:
                 raw["name"] = args.rename
-            updated = harness.agents.update(record.id, normalize_definition(raw))
+            definition = normalize_definition(raw)
+            harness.check_definition(definition)
+            updated = harness.agents.update(record.id, definition)
             print(
                 json.dumps(updated.to_json(), indent=2) if args.json else f"Updated agent {updated.definition.name}.",
                 file=out,

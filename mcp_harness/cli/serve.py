@@ -20,9 +20,9 @@ def register(sub: Any) -> None:
     serve.add_argument(
         "--http",
         nargs="?",
-        const=DEFAULT_HTTP,
+        const="",
         metavar="HOST:PORT",
-        help=f"serve Streamable HTTP (default {DEFAULT_HTTP})",
+        help=f"serve Streamable HTTP (default: [http] listen, else {DEFAULT_HTTP})",
     )
     serve.add_argument("--agent", help="agent name or id (default: the configured agent)")
     serve.add_argument("--session", help="bind stdio to this existing session id")
@@ -42,23 +42,20 @@ def _serve_command(args: argparse.Namespace, out: Any) -> int:
         if args.http is None:
             anyio.run(serve_stdio, server)
             return 0
-        host, _, port = args.http.rpartition(":")
+        listen = args.http or settings.http.listen
+        host, _, port = listen.rpartition(":")
         if not host or not port.isdigit():
-            raise BadRequest(f"--http takes HOST:PORT, like {DEFAULT_HTTP}; got {args.http!r}.")
+            raise BadRequest(f"--http takes HOST:PORT, like {DEFAULT_HTTP}; got {listen!r}.")
         host = host.strip("[]")
+        auth = f"{len(settings.http.tokens)} bearer token(s)" if settings.http.tokens else "no tokens (loopback only)"
         print(
-            f"mcp-harness {__version__} serving Streamable HTTP at http://{args.http}/mcp (data: {settings.data_dir})",
+            f"mcp-harness {__version__} serving Streamable HTTP at http://{listen}/mcp — {auth}; "
+            f"data: {settings.data_dir}",
             file=sys.stderr,
         )
 
         async def run() -> None:
-            await serve_http(
-                server,
-                host=host,
-                port=int(port),
-                tokens=settings.server.tokens,
-                max_body_bytes=settings.server.max_body_bytes,
-            )
+            await serve_http(server, host=host, port=int(port), http=settings.http)
 
         anyio.run(run)
         return 0

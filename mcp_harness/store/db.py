@@ -27,7 +27,8 @@ class Database:
     def __init__(self, path: Path) -> None:
         from mcp_harness.store.migrations import migrate
 
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # The data dir holds the database, the master key and every agent's memory: private to its owner.
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = path
         try:
             self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)

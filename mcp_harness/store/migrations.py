@@ -149,6 +149,56 @@ def m002_tool_documents(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m003_secrets(conn: sqlite3.Connection) -> None:
+    # `sealed` is nonce || ciphertext under the master key, which never enters this file; `metadata_cbor` holds
+    # only what may be shown (kind, account id, label), so listing secrets never needs the key.
+    _execute_all(
+        conn,
+        """
+        CREATE TABLE secrets (
+            account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'secret',
+            metadata_cbor BLOB,
+            sealed BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (account_id, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE _harness_key_check (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            sealed BLOB NOT NULL,
+            created_at INTEGER NOT NULL
+        );
+        """,
+    )
+
+
+@migration
+def m004_providers(conn: sqlite3.Connection) -> None:
+    # Providers added with the CLI; `[providers.<name>]` in config adds more without touching the database. The
+    # key lives in a sealed secret (named here) or in an environment variable, never in this row.
+    _execute_all(
+        conn,
+        """
+        CREATE TABLE providers (
+            account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            type TEXT NOT NULL,
+            base_url TEXT,
+            api_key_secret TEXT,
+            api_key_env TEXT,
+            model TEXT,
+            options_cbor BLOB,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (account_id, name)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

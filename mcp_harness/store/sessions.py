@@ -228,6 +228,15 @@ class SessionStore:
         with self.db.transaction() as conn:
             conn.execute("UPDATE sessions SET plan_cbor = ?, updated_at = ? WHERE id = ?", (data, now_ms(), session_id))
 
+    def live_run(self, session_id: str) -> str | None:
+        """The id of an agent run queued, claimed or running on the session (a parked run does not count)."""
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT id FROM runs WHERE session_id = ? AND status IN ('queued', 'claimed', 'running') LIMIT 1",
+                (session_id,),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
     def owed_output_schema(self, session_id: str) -> dict[str, Any] | None:
         """The `output` schema a child session owes its parent (from the spawning run's spec), if any."""
         with self.db.reading() as conn:

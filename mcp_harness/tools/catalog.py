@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import cbor2
 
+from mcp_harness.grants import callable_set
 from mcp_harness.tools.base import VerbContext, VerbResult
 from mcp_harness.tools.contracts import CALLABLES, VERBS, VerbSpec, callable_alias, narrowed
 from mcp_harness.tools.documents import builtin_document, contract_markdown
 
 if TYPE_CHECKING:
-    from mcp_harness.definition import AgentDefinition
     from mcp_harness.harness import Harness
     from mcp_harness.store.agents import AgentRecord
     from mcp_harness.store.tools import ToolRecord
@@ -25,16 +25,6 @@ AUTHORING_LINES = [
     "Read ~/tools/<name> for a full contract; call {tool, input} runs one.",
     "Author your own with write ~/tools/<name> and JSON content {description, input?, output?, source, runtime?}.",
 ]
-
-
-def callable_set(harness: Harness, definition: AgentDefinition) -> list[str]:
-    """Granted callables this host can run, in registry order. Unset `tools` grants every callable."""
-    offered = harness.offered_callables()
-    if definition.tools is None:
-        granted = set(CALLABLES)
-    else:
-        granted = {callable_alias(t) for t in definition.tools}
-    return [name for name in CALLABLES if name in granted and name in offered]
 
 
 def callable_spec(harness: Harness, name: str) -> VerbSpec:

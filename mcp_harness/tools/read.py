@@ -119,9 +119,14 @@ def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
         data["reasoningLevel"] = definition.reasoning_level
     data["systemPrompt"] = definition.system_prompt
     data["grants"] = grants
-    signing = [k for k in (definition.signing_key, *definition.signing_keys) if k]
-    if signing:
-        data["signingKeys"] = list(dict.fromkeys(signing))
+    identities: list[Any] = []
+    if definition.signing_key or definition.signing_keys:
+        # Imported here: only agents granted signing identities pay for loading the identity module (and PyNaCl).
+        from mcp_harness.identity.identities import identities_of
+
+        identities = identities_of(ctx.harness, definition)
+    if identities:
+        data["signingKeys"] = [{"name": i.name, "label": i.label, "accountId": i.account_id} for i in identities]
     if definition.metadata:
         data["metadata"] = definition.metadata
     data["triggers"] = []
@@ -140,6 +145,9 @@ def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
         f"- publish: {'yes' if grants['publish'] else 'no'}\n\n"
         f"## Memory ({summary_top.total_files} files)\n\n{memory_lines}"
     )
+    if identities:
+        signing_lines = "\n".join(f"- {i.label}: {i.account_id} (signing key `{i.name}`)" for i in identities)
+        body += f"\n\n## Signing identities\n\n{signing_lines}"
     return VerbResult.of(data, body, fmt=fmt)
 
 

@@ -1,0 +1,243 @@
+"""Signing identities (HARNESS §14): Ed25519 accounts the owner lets agents sign as.
+
+An identity is a sealed secret of kind `hm-account-key` holding the 32-byte seed, named
+`hm-account-<first 16 characters of the account id>`, with metadata `{kind, accountId, label, generatedBy |
+importedBy}`. The label is the human name the account will publish as its profile name; publishing a profile (and the
+reference's home document) arrives with the hypermedia node, so for now create and import publish nothing and need no
+network. Agents name identities by secret name in `signingKey` / `signingKeys`.
+
+Functions here block (SQLite, the key file); call them off the event loop.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcp_harness.errors import BadRequest, Conflict, NotFound, StorageError
+from mcp_harness.identity.keys import SEED_BYTES, KeyPair
+from mcp_harness.store.secrets import SecretRecord
+
+if TYPE_CHECKING:
+    from mcp_harness.definition import AgentDefinition
+    from mcp_harness.harness import Harness
+
+IDENTITY_KIND = "hm-account-key"
+SECRET_PREFIX = "hm-account-"
+MAX_LABEL_BYTES = 256
+_CREATE_HINT = "`mcp-harness identity create --label NAME` (or `identity import` for an existing seed)"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Identity:
+    """A signing identity as it may be shown: never the seed."""
+
+    name: str
+    """The secret name agents use in `signingKey` / `signingKeys`."""
+    account_id: str
+    """The `z6Mk…` account id."""
+    label: str
+    """The human name (profile name) of the account."""
+    created_at: int
+    updated_at: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "accountId": self.account_id,
+            "label": self.label,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+        }
+
+
+def secret_name_for(account_id: str) -> str:
+    """`hm-account-<first 16 characters of the account id>`, the reference's naming."""
+    return SECRET_PREFIX + account_id[:16]
+
+
+def parse_seed(data: bytes) -> bytes:
+    """A 32-byte seed from what a user supplies: exactly 32 raw bytes, or 64 hex characters, or base64 of 32 bytes.
+
+    Raises:
+        BadRequest: none of those forms (the message never repeats the input).
+    """
+    if len(data) == SEED_BYTES:
+        return bytes(data)  # hex is 64 characters and base64 43 or 44, so 32 bytes can only be raw
+    try:
+        text = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        text = ""
+    if len(text) == 2 * SEED_BYTES:
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            pass
+    try:
+        decoded = base64.b64decode(text.replace("-", "+").replace("_", "/") + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        decoded = b""
+    if len(decoded) != SEED_BYTES:
+        raise BadRequest(
+            f"A signing seed must be exactly {SEED_BYTES} bytes: give 64 hex characters, base64 of {SEED_BYTES} "
+            f"bytes, or a file of exactly {SEED_BYTES} raw bytes (got {len(data)} bytes of input in none of these)."
+        )
+    return decoded
+
+
+def _label(label: str | None, account_id: str) -> str:
+    text = (label or "").strip()
+    if not text:
+        return f"Agent account {account_id[:10]}"  # the reference's display name when no label is given
+    if len(text.encode("utf-8")) > MAX_LABEL_BYTES:
+        raise BadRequest(f"Identity label is too large: at most {MAX_LABEL_BYTES} bytes.")
+    return text
+
+
+def _identity(record: SecretRecord) -> Identity:
+    account = str(record.metadata.get("accountId", ""))
+    return Identity(
+        name=record.name,
+        account_id=account,
+        label=str(record.metadata.get("label") or f"Agent account {account[:10]}"),
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+    )
+
+
+def _store(harness: Harness, pair: KeyPair, label: str | None, origin: dict[str, str]) -> Identity:
+    account = pair.account_id
+    metadata = {"kind": IDENTITY_KIND, "accountId": account, "label": _label(label, account), **origin}
+    name = secret_name_for(account)
+    if harness.secrets.find(harness.account_id, name) is not None:
+        raise Conflict(f"This account key is already on the server ({account}); `mcp-harness identity list` shows it.")
+    record = harness.secrets.create(harness.account_id, name, pair.seed, kind=IDENTITY_KIND, metadata=metadata)
+    return _identity(record)
+
+
+def create_identity(harness: Harness, label: str | None = None) -> Identity:
+    """Generate a fresh Ed25519 key and store its seed sealed. Publishes nothing (yet)."""
+    return _store(harness, KeyPair.generate(), label, {"generatedBy": "mcp-harness"})
+
+
+def import_identity(harness: Harness, seed: bytes, label: str | None = None) -> Identity:
+    """Store an existing 32-byte seed sealed. Publishes nothing.
+
+    Raises:
+        BadRequest: the seed is not 32 bytes.
+        Conflict: this key (its derived secret name) is already stored.
+    """
+    return _store(harness, KeyPair.from_seed(seed), label, {"importedBy": "user"})
+
+
+def list_identities(harness: Harness) -> list[Identity]:
+    """Every signing identity of the account, newest first. Never opens a seed."""
+    records = harness.secrets.list(harness.account_id, kind=IDENTITY_KIND)
+    return [_identity(r) for r in sorted(records, key=lambda r: (r.created_at, r.name), reverse=True)]
+
+
+def _resolve(harness: Harness, name_or_account: str) -> SecretRecord:
+    """The identity a secret name or an account id names (404 otherwise)."""
+    name = name_or_account if name_or_account.startswith(SECRET_PREFIX) else secret_name_for(name_or_account)
+    record = harness.secrets.find(harness.account_id, name)
+    if record is not None and not name_or_account.startswith(SECRET_PREFIX):
+        if record.metadata.get("accountId") != name_or_account:
+            record = None  # only the first 16 characters matched
+    if record is None or record.kind != IDENTITY_KIND:
+        raise NotFound(f"No signing identity {name_or_account!r}. {_existing(harness)}")
+    return record
+
+
+def update_identity(harness: Harness, name_or_account: str, label: str | None) -> Identity:
+    """Change an identity's label; the account id in its metadata is re-derived from the seed, as the reference does.
+
+    Raises:
+        NotFound: no such identity.
+    """
+    record = _resolve(harness, name_or_account)
+    pair = load_keypair(harness, record.name)
+    metadata = {**record.metadata, "kind": IDENTITY_KIND, "accountId": pair.account_id}
+    metadata["label"] = _label(label, pair.account_id)
+    return _identity(harness.secrets.update_metadata(harness.account_id, record.name, metadata))
+
+
+def delete_identity(harness: Harness, name_or_account: str) -> bool:
+    """Delete the identity's secret only; agents that name it fail validation on their next create or update.
+
+    Raises:
+        NotFound: no such identity.
+    """
+    record = _resolve(harness, name_or_account)
+    return harness.secrets.delete(harness.account_id, record.name)
+
+
+def load_keypair(harness: Harness, secret_name: str) -> KeyPair:
+    """The key pair of an identity, for signing. Opens the sealed seed.
+
+    Raises:
+        NotFound: no identity of that name.
+        StorageError: the seed does not belong to the account its name says.
+    """
+    record = harness.secrets.find(harness.account_id, secret_name)
+    if record is None or record.kind != IDENTITY_KIND:
+        raise NotFound(f"No signing identity {secret_name!r}. {_existing(harness)}")
+    pair = KeyPair.from_seed(harness.secrets.get_value(harness.account_id, secret_name))
+    if secret_name_for(pair.account_id) != secret_name:
+        raise StorageError(f"Signing identity {secret_name!r} holds the key of another account; import it again.")
+    return pair
+
+
+def signing_names(definition: AgentDefinition) -> list[str]:
+    """The identity names a definition grants, `signingKey` first, without duplicates."""
+    return list(dict.fromkeys(k for k in (definition.signing_key, *definition.signing_keys) if k))
+
+
+def identities_of(harness: Harness, definition: AgentDefinition) -> list[Identity]:
+    """The identities an agent may sign as: those its definition names that exist, in the definition's order."""
+    found: list[Identity] = []
+    for name in signing_names(definition):
+        record = harness.secrets.find(harness.account_id, name)
+        if record is not None and record.kind == IDENTITY_KIND:
+            found.append(_identity(record))
+    return found
+
+
+def check_signing_keys(harness: Harness, definition: AgentDefinition) -> None:
+    """Every signing key a definition names must be an existing identity. Needs no master key.
+
+    Raises:
+        BadRequest: a name is unknown or names a secret that is not a signing identity.
+    """
+    names = signing_names(definition)
+    if not names:
+        return
+    present = {i.name for i in identities_of(harness, definition)}
+    missing = [n for n in names if n not in present]
+    if missing:
+        raise BadRequest(f"Signing key not found: {', '.join(missing)}. {_existing(harness)}")
+
+
+def _existing(harness: Harness) -> str:
+    identities = list_identities(harness)
+    if not identities:
+        return f"There are no signing identities yet; create one with {_CREATE_HINT}."
+    listed = ", ".join(f"{i.name} ({i.label}, {i.account_id})" for i in identities)
+    return f"Signing identities: {listed}. Create another with {_CREATE_HINT}."
+
+
+__all__ = [
+    "IDENTITY_KIND",
+    "Identity",
+    "check_signing_keys",
+    "create_identity",
+    "delete_identity",
+    "identities_of",
+    "import_identity",
+    "list_identities",
+    "load_keypair",
+    "parse_seed",
+    "secret_name_for",
+    "update_identity",
+]
