@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from mcp_harness.store._util import new_id
 from mcp_harness.store.sessions import Actor, SessionKind
 from mcp_harness.store.tools import ToolStore
 from mcp_harness.tools import call as call_verb
+from mcp_harness.tools import delegate as delegate_verb
 from mcp_harness.tools import plan as plan_verb
 from mcp_harness.tools import read as read_verb
 from mcp_harness.tools import write as write_verb
@@ -35,7 +37,10 @@ from mcp_harness.tools.contracts import VERBS, input_errors
 
 if TYPE_CHECKING:
     from mcp_harness.models.providers import ProviderRegistry
+    from mcp_harness.models.wire import Sampler
+    from mcp_harness.runs.engine import RunEngine
     from mcp_harness.sandbox import Sandbox
+    from mcp_harness.store.runs import RunRecord, RunStore
     from mcp_harness.store.secrets import SecretStore
 
 logger = logging.getLogger(__name__)
@@ -56,13 +61,12 @@ HANDLERS: dict[str, SyncVerb] = {
     "read": read_verb.read,
     "write": write_verb.write,
     "plan": plan_verb.plan,
-    "delegate": _not_yet("delegate"),
 }
-ASYNC_VERBS = frozenset({"call"})
+ASYNC_VERBS = frozenset({"call", "delegate"})
 """Verbs that may run for minutes (sandboxes, later the network): they await instead of holding a worker thread."""
 
 AsyncVerb = Callable[[VerbContext, dict[str, Any]], Awaitable[VerbResult]]
-ASYNC_HANDLERS: dict[str, AsyncVerb] = {"call": call_verb.call}
+ASYNC_HANDLERS: dict[str, AsyncVerb] = {"call": call_verb.call, "delegate": delegate_verb.delegate}
 UNLOGGED_VERBS = frozenset({"plan"})
 """Plan calls write no transcript events (HARNESS §1.1): the checklist is state, not conversation."""
 
@@ -87,6 +91,11 @@ class Harness:
         self._sandbox: Sandbox | None = None
         self._secrets: SecretStore | None = None
         self._providers: ProviderRegistry | None = None
+        self._runs: RunStore | None = None
+        self._engine: RunEngine | None = None
+        self._engine_users = 0
+        self.sampler: Sampler | None = None
+        """Set by the MCP front when the connected client can sample with tools (the `sampling` provider)."""
         self.agents.ensure_account(self.account_id, "local owner")
 
     def close(self) -> None:
@@ -128,6 +137,54 @@ class Harness:
         if store is None:
             store = self._memories[agent.id] = MemoryStore(agent.memory_dir)
         return store
+
+    @property
+    def runs(self) -> RunStore:
+        if self._runs is None:
+            from mcp_harness.store.runs import RunStore
+
+            self._runs = RunStore(self.db)
+        return self._runs
+
+    @property
+    def engine(self) -> RunEngine:
+        """The run engine: agent turns and children, queued durably, executed here while the server runs."""
+        if self._engine is None:
+            from mcp_harness.runs.agent import AgentExecutor
+            from mcp_harness.runs.engine import RunEngine
+            from mcp_harness.runs.resolve import on_finalized
+
+            self._engine = RunEngine(self.runs, {"agent": AgentExecutor(self)})
+
+            async def hook(run: RunRecord) -> None:
+                await on_finalized(self, run)
+
+            self._engine.on_finalized.append(hook)
+        return self._engine
+
+    @asynccontextmanager
+    async def engine_running(self) -> AsyncIterator[None]:
+        """Run the engine for the duration of the block (nested uses share the first one's engine)."""
+        if self._engine_users > 0:
+            self._engine_users += 1
+            try:
+                yield
+            finally:
+                self._engine_users -= 1
+            return
+        from mcp_harness.runs.resolve import reconcile_at_boot
+
+        self._engine_users = 1
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self.engine.serve)
+                await reconcile_at_boot(self)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self._engine_users = 0
 
     @property
     def secrets(self) -> SecretStore:
@@ -182,7 +239,7 @@ class Harness:
     # -- verbs ---------------------------------------------------------------------------------------------
 
     def invoke_sync(
-        self, ctx: VerbContext, verb: str, arguments: dict[str, Any]
+        self, ctx: VerbContext, verb: str, arguments: dict[str, Any], call_id: str | None = None
     ) -> tuple[VerbResult | None, HarnessError | None]:
         """Run one verb call with its log events. Returns the result or the refusal (never raises a HarnessError).
 
@@ -193,7 +250,7 @@ class Harness:
         """
         if ctx.session_id is None or verb in UNLOGGED_VERBS:
             return self._run_verb(ctx, verb, arguments)
-        call_id = _call_id(ctx.actor)
+        call_id = call_id or _call_id(ctx.actor)
         with self.db.transaction():
             result, error = self._run_verb(ctx, verb, arguments)
             outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
@@ -207,10 +264,10 @@ class Harness:
         return result, error
 
     async def invoke_async(
-        self, ctx: VerbContext, verb: str, arguments: dict[str, Any]
+        self, ctx: VerbContext, verb: str, arguments: dict[str, Any], call_id: str | None = None
     ) -> tuple[VerbResult | None, HarnessError | None]:
         """A long-running verb: its `tool_call` is committed before it starts, so a crash mid-call stays visible."""
-        call_id = _call_id(ctx.actor)
+        call_id = call_id or _call_id(ctx.actor)
         if ctx.session_id is not None:
             call = {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
             await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, call, ctx.actor)
@@ -220,7 +277,7 @@ class Harness:
             problems = input_errors(verb, arguments)
             if problems:
                 raise self._invalid(verb, problems)
-            result = await ASYNC_HANDLERS[verb](ctx, arguments)
+            result = await ASYNC_HANDLERS[verb](dataclasses.replace(ctx, call_id=call_id), arguments)
         except HarnessError as exc:
             error = exc
         except OSError as exc:

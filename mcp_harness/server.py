@@ -36,7 +36,6 @@ from mcp_harness.config import HttpSettings, TokenSettings, token_hash
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.harness import LOCAL_ACCOUNT, Harness, SessionBinding
 from mcp_harness.resources import RESOURCE_TEMPLATES, list_resources, read_resource
-from mcp_harness.tools._unsupported import not_in_this_build
 from mcp_harness.tools.base import Progress
 from mcp_harness.tools.catalog import callable_spec, promoted_callables
 from mcp_harness.tools.contracts import RETURN_RESULT_DESCRIPTION, VERBS, VerbSpec
@@ -168,6 +167,22 @@ class ServerState:
         return found
 
 
+async def _deliver_result(
+    harness: Harness, binding: SessionBinding, schema: dict[str, Any], payload: dict[str, Any]
+) -> types.CallToolResult:
+    """An outside client (or agent framework) working a delegated child delivers its typed result."""
+    from mcp_harness.runs.deliver import deliver_typed_result
+
+    assert binding.session_id is not None
+    result, error = await deliver_typed_result(harness, binding.session_id, schema, payload)
+    if error is not None:
+        return error_result(error)
+    assert result is not None
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=result.text)], structured_content=result.data
+    )
+
+
 def _may_promote(verb: str, arguments: dict[str, Any]) -> bool:
     """Only `call` and `read ~/tools/<name>` can touch a callable, so only they can change the promoted set."""
     if verb == "call":
@@ -214,7 +229,8 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: Server[ServerState]) -> AsyncIterator[ServerState]:
-        yield state
+        async with harness.engine_running():
+            yield state
 
     async def on_list_tools(
         ctx: ServerRequestContext[ServerState], params: types.PaginatedRequestParams | None
@@ -235,8 +251,10 @@ def build_server(
         binding = state.binding_for(ctx)
         name = params.name
         arguments = params.arguments or {}
-        if name == "return_result" and await binding.owed_output_schema() is not None:
-            return error_result(not_in_this_build("return_result", "read, write, call and plan"))
+        if name == "return_result":
+            owed = await binding.owed_output_schema()
+            if owed is not None:
+                return await _deliver_result(state.harness, binding, owed, arguments)
         if name in VERBS:
             verb, verb_input = name, arguments
         elif name in await state.promoted(binding):
@@ -505,10 +523,13 @@ def http_app(server: Server[ServerState], *, host: str, http: HttpSettings) -> A
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-async def serve_http(server: Server[ServerState], *, host: str, port: int, http: HttpSettings) -> None:
+async def serve_http(
+    server: Server[ServerState], *, harness: Harness, host: str, port: int, http: HttpSettings
+) -> None:
     """Serve Streamable HTTP until interrupted."""
     import uvicorn
 
     app = http_app(server, host=host, http=http)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    async with harness.engine_running():  # one engine for every HTTP session
+        await uvicorn.Server(config).serve()

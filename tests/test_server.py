@@ -52,13 +52,11 @@ async def test_every_verb_call_is_logged_with_actor_agent(client: Client, harnes
 @pytest.mark.parametrize(
     ("verb", "arguments", "fragment"),
     [
-        ("delegate", {"brief": "do it"}, "The delegate verb"),
         ("read", {"address": "hm://z6MkAccount/doc"}, "Hypermedia documents"),
         ("read", {"address": "ipfs://bafybeigdyrzt"}, "IPFS"),
         ("read", {"address": "https://example.org/"}, "Web pages"),
         ("read", {"address": "activity:"}, "activity feed"),
         ("read", {"address": "attachment:" + "a" * 64}, "attachments"),
-        ("read", {"address": "run:abc"}, "Run journals"),
         ("read", {"address": "~/triggers/"}, "Triggers"),
         ("write", {"address": "~/triggers/daily", "content": "{}"}, "Triggers"),
         ("write", {"address": "hm://z6MkAccount/doc", "content": "# x"}, "Hypermedia documents"),

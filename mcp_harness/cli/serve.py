@@ -55,7 +55,7 @@ def _serve_command(args: argparse.Namespace, out: Any) -> int:
         )
 
         async def run() -> None:
-            await serve_http(server, host=host, port=int(port), http=settings.http)
+            await serve_http(server, harness=harness, host=host, port=int(port), http=settings.http)
 
         anyio.run(run)
         return 0

@@ -199,9 +199,11 @@ def check_script_file(path: Path, where: str) -> None:
         parsed = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(f"{where}: the scripted replies file {path} is not valid JSON ({exc}).") from exc
+    if isinstance(parsed, dict) and isinstance(parsed.get("rules"), list):
+        return  # {"rules": [{"when"?, "turns": [...]}], "replies"?: [...]}: per-conversation scripts
     replies = parsed.get("replies") if isinstance(parsed, dict) else parsed
     if not isinstance(replies, list):
         raise BadRequest(
-            f"{where}: the scripted replies file {path} must hold a JSON array of replies "
-            'or an object {"replies": [...]}.'
+            f"{where}: the scripted replies file {path} must hold a JSON array of replies, an object "
+            '{"replies": [...]}, or {"rules": [{"when": "...", "turns": [...]}]}.'
         )

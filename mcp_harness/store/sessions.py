@@ -228,6 +228,50 @@ class SessionStore:
         with self.db.transaction() as conn:
             conn.execute("UPDATE sessions SET plan_cbor = ?, updated_at = ? WHERE id = ?", (data, now_ms(), session_id))
 
+    def answered_calls(self, session_id: str, call_ids: Sequence[str]) -> set[str]:
+        """Which of `call_ids` already have a `tool_result` on the session."""
+        if not call_ids:
+            return set()
+        wanted = set(call_ids)
+        found: set[str] = set()
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                "SELECT event_cbor FROM session_events WHERE session_id = ? AND type = 'tool_result'", (session_id,)
+            ).fetchall()
+        for row in rows:
+            call_id = cbor2.loads(row[0]).get("toolCallId")
+            if call_id in wanted:
+                found.add(call_id)
+        return found
+
+    def count_children(self, session_id: str) -> int:
+        """Sessions started from this one (awaited children and detached ones alike)."""
+        with self.db.reading() as conn:
+            row = conn.execute("SELECT COUNT(*) FROM sessions WHERE parent_session_id = ?", (session_id,)).fetchone()
+        return int(row[0])
+
+    def live_children(self, session_id: str) -> int:
+        """Child sessions of this one whose run is still live."""
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM sessions s JOIN runs r ON r.id = s.run_id WHERE s.parent_session_id = ? "
+                "AND r.status IN ('queued', 'claimed', 'running', 'waiting')",
+                (session_id,),
+            ).fetchone()
+        return int(row[0])
+
+    def chain_depth(self, session_id: str) -> int:
+        """How many parent_session_id links lead up from this session (capped at 32)."""
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "WITH RECURSIVE up(id, parent, depth) AS ("
+                " SELECT id, parent_session_id, 0 FROM sessions WHERE id = ?"
+                " UNION ALL SELECT s.id, s.parent_session_id, up.depth + 1 FROM sessions s JOIN up ON s.id = up.parent"
+                " WHERE up.depth < 32) SELECT MAX(depth) FROM up",
+                (session_id,),
+            ).fetchone()
+        return int(row[0] or 0)
+
     def live_run(self, session_id: str) -> str | None:
         """The id of an agent run queued, claimed or running on the session (a parked run does not count)."""
         with self.db.reading() as conn:

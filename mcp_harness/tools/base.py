@@ -26,6 +26,10 @@ class VerbContext:
     actor: Actor
     progress: Progress | None = None
     """Where long-running work reports a short status line (the server turns it into progress notifications)."""
+    call_id: str | None = None
+    """The logged `tool_call` id of this call (delegate links its child to it)."""
+    run_id: str | None = None
+    """The run executing this call, for calls the server's own agent loop makes (None for MCP clients)."""
 
 
 Progress = Callable[[str], Awaitable[None]]

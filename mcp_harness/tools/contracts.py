@@ -57,6 +57,7 @@ READ = VerbSpec(
 - `~/tools/<name>` — a tool contract: full description plus input/output schemas. `~/tools/` lists every tool you can call.
 - `~/self` — everything about you: your definition (model, system prompt, grants), a memory summary, and how many conversations you have.
 - `thread:<id>` — a conversation transcript of yours. `thread:` alone lists your account's conversations, newest first; options {query} searches titles and message text, {agentId} filters to one agent, {limit} caps results (at most 100).
+- `run:<id>` — a run's public record: status, what it waits on, usage, plan, children, error and output.
 - `harness://plan` — this conversation's checklist, as set with the plan verb.
 The `harness://…` resource URIs (harness://memory/<path>, harness://tools/<name>, harness://self) are accepted too.
 Directory listings return {entries: [{path, type, size}]}; memory file reads return {content}. Prefer reading exactly what you need; directory listings are cheap, whole trees are not.""",
@@ -67,7 +68,7 @@ Directory listings return {entries: [{path, type, size}]}; memory file reads ret
             "address": {
                 "type": "string",
                 "minLength": 1,
-                "description": "What to read: ~/memory/…, ~/tools/…, ~/self, thread: or thread:<id>, harness://plan.",
+                "description": "What to read: ~/memory/…, ~/tools/…, ~/self, thread: or thread:<id>, run:<id>, harness://plan.",
             },
             "format": {
                 "type": "string",

@@ -71,12 +71,28 @@ def settle(previous: dict[str, Any] | None, plan: dict[str, Any], owner_run_id: 
     return plan
 
 
+def running_step(plan: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The one `running` step children attach to (HARNESS §7.3); None unless exactly one is running."""
+    running = [s for s in (plan or {}).get("steps", []) if s.get("status") == "running"]
+    return running[0] if len(running) == 1 else None
+
+
+def mark_done_by_runtime(plan: dict[str, Any], step_id: str) -> dict[str, Any] | None:
+    """The plan with `step_id` done and marked `resolvedBy: runtime`, or None when the step is gone or terminal."""
+    steps = [dict(s) for s in plan.get("steps", [])]
+    for step in steps:
+        if step["id"] == step_id and step["status"] not in TERMINAL:
+            step["status"], step["resolvedBy"] = "done", "runtime"
+            return {**plan, "steps": steps}
+    return None
+
+
 def plan(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     """Replace the session's checklist."""
     if ctx.session_id is None:
         raise BadRequest("plan needs a conversation to attach the checklist to.")
     sessions = ctx.harness.sessions
-    new = settle(sessions.get_plan(ctx.session_id), normalize_plan(arguments), owner_run_id=None)
+    new = settle(sessions.get_plan(ctx.session_id), normalize_plan(arguments), owner_run_id=ctx.run_id)
     sessions.set_plan(ctx.session_id, new)
     count = len(new["steps"])
     return VerbResult.of({"ok": True, "steps": count, "summary": f"Plan saved ({count} steps)."}, plan_markdown(new))

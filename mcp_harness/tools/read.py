@@ -37,6 +37,8 @@ def read(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
             return threads.list_threads(ctx, options, fmt)
         case "thread":
             return threads.read_thread(ctx, address.rest, fmt)
+        case "run" if address.rest:
+            return threads.read_run(ctx, address.rest, fmt)
         case _:
             raise not_in_this_build(address.kind, SUPPORTED_READ_FORMS)
 

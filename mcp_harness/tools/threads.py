@@ -87,6 +87,49 @@ def render_event(event: EventRecord) -> str:
             return f"({other})"
 
 
+def child_threads(ctx: VerbContext, session_id: str) -> list[dict[str, Any]]:
+    """Sessions started from this one, with the run that owns each (delegated children) and its status."""
+    harness = ctx.harness
+    with harness.db.reading() as conn:
+        rows = conn.execute(
+            "SELECT s.id, s.title, s.run_id, r.status FROM sessions s LEFT JOIN runs r ON r.id = s.run_id "
+            "WHERE s.parent_session_id = ? ORDER BY s.created_at",
+            (session_id,),
+        ).fetchall()
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        entry: dict[str, Any] = {"thread": f"thread:{row['id']}", "title": row["title"]}
+        if row["run_id"]:
+            entry["runId"], entry["runStatus"] = row["run_id"], row["status"]
+        out.append(entry)
+    return out
+
+
+def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
+    """`run:<id>`: the run's public record — status, wait, usage, plan, children, error, output."""
+    run = ctx.harness.runs.find(run_id)
+    if run is None or run.account_id != ctx.agent.account_id:
+        raise NotFound(f"No run {run_id}.")
+    info = run.to_info()
+    children = [c.to_info() for c in ctx.harness.runs.children(run.id)]
+    info["children"] = [
+        {"id": c["id"], "status": c["status"], "title": c["title"], "sessionId": c.get("sessionId")} for c in children
+    ]
+    data = {"summary": f"Run {run.id} ({run.kind}) is {run.status}.", **info}
+    lines = [f"- status: {run.status}", f"- title: {run.title}"]
+    if run.wait:
+        lines.append(f"- waiting: {json.dumps(info.get('wait'), ensure_ascii=False)}")
+    if run.usage:
+        lines.append(f"- usage: {json.dumps(run.usage)}")
+    if run.error:
+        lines.append(f"- error: {run.error.get('code')}: {run.error.get('message')}")
+    if run.status == "succeeded":
+        lines.append(f"- output: {json.dumps(run.output, ensure_ascii=False)[:2000]}")
+    for child in info["children"]:
+        lines.append(f"- child {child['id']} ({child['status']}): {child['title']}")
+    return VerbResult.of(data, "\n".join(lines), fmt=fmt)
+
+
 def read_thread(ctx: VerbContext, session_id: str, fmt: str) -> VerbResult:
     session = ctx.harness.sessions.find(session_id)
     if session is None or session.account_id != ctx.agent.account_id:
@@ -103,6 +146,14 @@ def read_thread(ctx: VerbContext, session_id: str, fmt: str) -> VerbResult:
     }
     if session.description:
         data["description"] = session.description
+    children = child_threads(ctx, session.id)
+    if children:
+        data["children"] = children
+        markdown += "\n\n## Child sessions\n\n" + "\n".join(
+            f"- {c['thread']} — {c['title'] or '(untitled)'}"
+            + (f" · run {c['runId']} {c['runStatus']}" if "runId" in c else "")
+            for c in children
+        )
     data["markdown"] = markdown
     if fmt == "json":
         data["events"] = [

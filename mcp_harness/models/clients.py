@@ -1,0 +1,92 @@
+"""Choosing the model client for a provider: its type's wire format decides (`catalog.KINDS`).
+
+| wire        | types                                      | client             |
+|-------------|--------------------------------------------|--------------------|
+| `openai`    | openai, google, openrouter, ollama, custom | `OpenAIChatClient` |
+| `anthropic` | anthropic                                  | `AnthropicClient`  |
+| `scripted`  | scripted                                   | `ScriptedClient`   |
+| `sampling`  | sampling                                   | `SamplingClient`   |
+
+Hosted types get their pinned URL from the registry, never one from a request or a row.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+import httpx2
+
+from mcp_harness.errors import BadRequest
+from mcp_harness.models.anthropic import AnthropicClient
+from mcp_harness.models.openai_chat import OpenAIChatClient
+from mcp_harness.models.sampling import SamplingClient
+from mcp_harness.models.scripted import ScriptedClient
+from mcp_harness.models.wire import ModelClient, ProviderError, Sampler
+
+if TYPE_CHECKING:
+    from mcp_harness.harness import Harness
+
+
+def client_for(
+    harness: Harness,
+    provider_name: str,
+    *,
+    sampler: Sampler | None = None,
+    http: httpx2.AsyncClient | None = None,
+) -> ModelClient:
+    """The client that sends requests to the named provider. Blocks (the registry's SQLite, the secret store, a
+    script file): from async code use `open_client`.
+
+    `http` replaces the process's shared HTTP client (tests); `sampler` is the MCP client's model, for the
+    sampling provider.
+
+    Raises:
+        ProviderError: (config-error) no such provider, no key for a hosted one, no sampler for the sampling
+            provider, or an invalid script.
+    """
+    try:
+        provider = harness.providers.require(provider_name)
+        wire = provider.kind.wire
+        if wire == "scripted":
+            if provider.file is None:
+                return ScriptedClient(name=provider.name)
+            return ScriptedClient.from_file(provider.file, name=provider.name)
+        if wire == "sampling":
+            return SamplingClient(sampler, name=provider.name)
+        endpoint = harness.providers.endpoint(provider)
+    except BadRequest as exc:
+        # A run fails on this without retrying: no attempt will find the provider or its key.
+        raise ProviderError("config-error", exc.message) from exc
+    if endpoint.base_url is None:
+        raise ProviderError("config-error", f"Provider {provider.name!r} has no base URL.")
+    if wire == "anthropic":
+        return AnthropicClient(
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            name=provider.name,
+            default_model=provider.model,
+            http=http,
+        )
+    return OpenAIChatClient(
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
+        provider_type=provider.type,
+        name=provider.name,
+        default_model=provider.model,
+        http=http,
+    )
+
+
+async def open_client(
+    harness: Harness,
+    provider_name: str,
+    *,
+    sampler: Sampler | None = None,
+    http: httpx2.AsyncClient | None = None,
+) -> ModelClient:
+    """`client_for`, run off the event loop."""
+    return await anyio.to_thread.run_sync(
+        functools.partial(client_for, harness, provider_name, sampler=sampler, http=http)
+    )

@@ -1,0 +1,353 @@
+"""The agent loop for server-run turns (HARNESS §6–§8): replay, ask the model, run its tool calls, park on
+children, keep obligations.
+
+Everything a turn needs is rebuilt from durable state each time the run executes, so a run that parked on its
+children, or was requeued by the boot sweep after a crash, simply executes again: interrupted tool calls get a
+synthesized result, children that finished while nobody listened are delivered, and the loop carries on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from mcp_harness.definition import AgentDefinition
+from mcp_harness.errors import BadRequest, HarnessError
+from mcp_harness.models.wire import Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolSpec
+from mcp_harness.runs import Failed, Outcome, Parked, Succeeded
+from mcp_harness.runs.prompt import (
+    MAX_CONTINUATIONS,
+    continuation_prompt,
+    plan_state,
+    system_prompt,
+    unmet_notice,
+)
+from mcp_harness.runs.replay import replay
+from mcp_harness.runs.resolve import pending_spawns, reconcile_session
+from mcp_harness.tools import delegate as delegate_verb
+from mcp_harness.tools.base import VerbContext, VerbResult
+from mcp_harness.tools.catalog import callable_spec, promoted_callables
+from mcp_harness.tools.contracts import CALLABLES, RETURN_RESULT_DESCRIPTION, VERBS, callable_alias
+from mcp_harness.tools.plan import TERMINAL
+from mcp_harness.tools.schema_subset import value_errors
+
+if TYPE_CHECKING:
+    from mcp_harness.harness import Harness
+    from mcp_harness.store.agents import AgentRecord
+    from mcp_harness.store.runs import RunRecord
+
+logger = logging.getLogger(__name__)
+
+MAX_RETURN_RESULT_TRIES = 3
+INTERRUPTED = (
+    "Interrupted by a service restart before this tool finished; whether its side effects happened is unknown. "
+    "Verify state before retrying."
+)
+
+
+@dataclasses.dataclass
+class Turn:
+    """Mutable state of one executor invocation."""
+
+    run: RunRecord
+    agent: AgentRecord
+    spec: dict[str, Any]
+    delivered: bool = False
+    payload: Any = None
+    result_failures: int = 0
+    last_text: str = ""
+
+
+def effective_agent(harness: Harness, agent: AgentRecord, spec: dict[str, Any]) -> AgentRecord:
+    """The agent as this run may act: `spec.prompt` replaces the prompt; `spec.tools` only narrows grants."""
+    definition: AgentDefinition = agent.definition
+    changes: dict[str, Any] = {}
+    if spec.get("prompt"):
+        changes["system_prompt"] = spec["prompt"]
+    if isinstance(spec.get("tools"), list):
+        base = definition.tools if definition.tools is not None else list(CALLABLES)
+        wanted = {callable_alias(t) for t in spec["tools"]}
+        changes["tools"] = tuple(t for t in base if callable_alias(t) in wanted)
+    if not changes:
+        return agent
+    return dataclasses.replace(agent, definition=dataclasses.replace(definition, **changes))
+
+
+def spec_of(harness: Harness, run: RunRecord) -> dict[str, Any]:
+    """The child spec: the run's own, else inherited from the run that created its session (HARNESS §6)."""
+    spec = run.input.get("spec")
+    if isinstance(spec, dict):
+        return spec  # pyright: ignore[reportUnknownVariableType]
+    if run.session_id:
+        session = harness.sessions.get(run.session_id)
+        if session.run_id and session.run_id != run.id:
+            origin = harness.runs.find(session.run_id)
+            if origin is not None and isinstance(origin.input.get("spec"), dict):
+                return origin.input["spec"]
+    return {}
+
+
+class AgentExecutor:
+    """Executes `kind: agent` runs. Callable as the engine's executor."""
+
+    def __init__(self, harness: Harness) -> None:
+        self.harness = harness
+
+    async def __call__(self, run: RunRecord) -> Outcome:
+        if run.session_id is None or run.agent_id is None:
+            return Failed(code="config-error", message="An agent run needs a session and an agent.")
+        try:
+            turn = await anyio.to_thread.run_sync(self._prepare, run)
+            client = await anyio.to_thread.run_sync(self._client, turn)
+        except HarnessError as exc:
+            return Failed(code="config-error", message=exc.message)
+        continuations = 0
+        while True:
+            outcome = await self._model_turns(turn, client)
+            if outcome is not None:
+                return outcome
+            owed = await anyio.to_thread.run_sync(self._owed, turn)
+            if not owed:
+                return self._success(turn)
+            if continuations < MAX_CONTINUATIONS:
+                continuations += 1
+                await self._system_message(turn, continuation_prompt(owed))
+                continue
+            await self._system_message(turn, unmet_notice(owed))
+            if any(o["kind"] == "typed-result" for o in owed):
+                return Failed(
+                    code="output-schema",
+                    message="Sub-session ended without delivering a valid return_result",
+                    detail={"unmetObligations": owed},
+                )
+            return Succeeded({"text": turn.last_text, "unmetObligations": owed})
+
+    # -- set-up -----------------------------------------------------------------------------------------------
+
+    def _prepare(self, run: RunRecord) -> Turn:
+        h = self.harness
+        assert run.session_id is not None and run.agent_id is not None
+        spec = spec_of(h, run)
+        agent = effective_agent(h, h.agents.get(run.agent_id), spec)
+        prompt = agent.definition.system_prompt
+        if len(prompt.encode("utf-8")) > 64 * 1024:
+            raise BadRequest("The system prompt is over 64 KiB.")
+        reconcile_session(h, run.session_id, interrupted_text=INTERRUPTED)
+        return Turn(run=run, agent=agent, spec=spec)
+
+    def _client(self, turn: Turn) -> Any:
+        from mcp_harness.models.clients import client_for
+
+        return client_for(self.harness, turn.agent.definition.model_provider, sampler=self.harness.sampler)
+
+    # -- the model conversation ---------------------------------------------------------------------------------
+
+    def _request(self, turn: Turn) -> ModelRequest:
+        h = self.harness
+        run, agent = turn.run, turn.agent
+        assert run.session_id is not None
+        events = h.sessions.events(run.session_id)
+        messages = replay(events, pending_spawns=pending_spawns(h, run.session_id))
+        block = plan_state(h.sessions.get_plan(run.session_id))
+        if block:
+            messages.append(Message(role="user", content=block))
+        tools = [ToolSpec(name=v.name, description=v.description, input_schema=v.input_schema) for v in VERBS.values()]
+        if run.depth + 1 > delegate_verb.MAX_DEPTH:
+            tools = [t for t in tools if t.name != "delegate"]
+        for name in promoted_callables(h, agent, run.session_id):
+            spec = callable_spec(h, name)
+            tools.append(ToolSpec(name=name, description=spec.description, input_schema=spec.input_schema))
+        if isinstance(turn.spec.get("output"), dict) and not turn.delivered:
+            tools.append(
+                ToolSpec(name="return_result", description=RETURN_RESULT_DESCRIPTION, input_schema=turn.spec["output"])
+            )
+        definition = agent.definition
+        return ModelRequest(
+            model=definition.model,
+            system=system_prompt(h, agent, definition.system_prompt),
+            messages=tuple(messages),
+            tools=tuple(tools),
+            reasoning_level=definition.reasoning_level,
+            context_key=run.session_id,
+        )
+
+    async def _model_turns(self, turn: Turn, client: Any) -> Outcome | None:
+        """Model replies and their tool calls until a reply calls nothing; None when the turn ended normally."""
+        h = self.harness
+        while True:
+            request = await anyio.to_thread.run_sync(self._request, turn)
+            try:
+                response: ModelResponse = await client.complete(request)
+            except ProviderError as exc:
+                return Failed(code=exc.code, message=exc.message, retryable=exc.retryable, http_status=exc.http_status)
+            await h.engine.add_usage(turn.run.id, response.usage.to_json())
+            await anyio.to_thread.run_sync(self._record_reply, turn, response)
+            turn.last_text = response.text or turn.last_text
+            if not response.tool_calls:
+                return None
+            spawned: list[str] = []
+            for call in response.tool_calls:
+                if turn.delivered:
+                    break  # delivering the typed result ends the turn; later calls of this reply are not run
+                if await self._tool_call(turn, call):
+                    spawned.append(call.id)
+            if turn.delivered:
+                return Succeeded(turn.payload)
+            if turn.result_failures >= MAX_RETURN_RESULT_TRIES:
+                return Failed(code="output-schema", message="Sub-session could not produce a schema-valid result")
+            if spawned:
+                h.engine.wake()
+                parked = await anyio.to_thread.run_sync(self._park_unless_answered, turn, spawned)
+                if parked:
+                    return Parked({"reason": "children", "toolCallIds": spawned})
+
+    def _record_reply(self, turn: Turn, response: ModelResponse) -> None:
+        assert turn.run.session_id is not None
+        meta: dict[str, Any] = {
+            "model": response.model or turn.agent.definition.model,
+            "provider": turn.agent.definition.model_provider,
+            "usage": response.usage.to_json(),
+        }
+        event = {"type": "message", "role": "assistant", "content": response.text, "meta": meta}
+        self.harness.sessions.append(turn.run.session_id, event, "agent")
+
+    def _park_unless_answered(self, turn: Turn, call_ids: list[str]) -> bool:
+        """Park on the children in one transaction with the check, so a child finishing right now is never lost."""
+        h = self.harness
+        assert turn.run.session_id is not None
+        with h.db.transaction():
+            answered = h.sessions.answered_calls(turn.run.session_id, call_ids)
+            if set(call_ids) <= answered:
+                return False
+            h.runs.park(turn.run.id, {"reason": "children", "toolCallIds": call_ids})
+            return True
+
+    # -- tool calls -----------------------------------------------------------------------------------------
+
+    async def _tool_call(self, turn: Turn, call: ToolCall) -> bool:
+        """Run one tool call of the model's reply. True when it spawned an awaited child."""
+        h = self.harness
+        run = turn.run
+        assert run.session_id is not None
+        ctx = VerbContext(
+            harness=h, agent=turn.agent, session_id=run.session_id, actor="agent", call_id=call.id, run_id=run.id
+        )
+        if call.name == "delegate":
+            return await anyio.to_thread.run_sync(self._delegate, turn, ctx, call)
+        if call.name == "return_result" and isinstance(turn.spec.get("output"), dict):
+            await anyio.to_thread.run_sync(self._return_result, turn, call)
+            return False
+        if call.name in VERBS:
+            verb, arguments = call.name, call.arguments
+        elif call.name in promoted_callables(h, turn.agent, run.session_id):
+            verb, arguments = "call", {"tool": call.name, "input": call.arguments}
+        else:
+            await anyio.to_thread.run_sync(self._log_pair, run.session_id, call, None, f"Unknown tool {call.name}.")
+            return False
+        if verb == "call":
+            await h.invoke_async(ctx, verb, arguments, call_id=call.id)
+        else:
+            await anyio.to_thread.run_sync(lambda: h.invoke_sync(ctx, verb, arguments, call_id=call.id))
+        return False
+
+    def _delegate(self, turn: Turn, ctx: VerbContext, call: ToolCall) -> bool:
+        h = self.harness
+        run = turn.run
+        assert run.session_id is not None
+        arguments = call.arguments
+        try:
+            if isinstance(arguments.get("script"), str) and arguments["script"].strip():
+                raise BadRequest("Script children are not available in this build; delegate a model child with brief.")
+            if arguments.get("await") is False:
+                result = delegate_verb.spawn_detached(
+                    h, agent_id=turn.agent.id, parent_session_id=run.session_id, parent_run=run, arguments=arguments
+                )
+                self._log_pair(run.session_id, call, result, None)
+                return False
+            spec = delegate_verb.normalize_spec(arguments)
+            if isinstance(spec.get("tools"), list):
+                # Narrowing is intersected with what this agent may call itself: delegation never widens authority.
+                parent_tools = turn.agent.definition.tools
+                spec["tools"] = [
+                    t
+                    for t in spec["tools"]
+                    if parent_tools is None or callable_alias(t) in map(callable_alias, parent_tools)
+                ]
+            with h.db.transaction():
+                h.sessions.append(
+                    run.session_id,
+                    {"type": "tool_call", "id": call.id, "name": "delegate", "input": arguments},
+                    "agent",
+                )
+                delegate_verb.spawn_child(
+                    h,
+                    agent_id=turn.agent.id,
+                    parent_session_id=run.session_id,
+                    parent_run=run,
+                    tool_call_id=call.id,
+                    spec=spec,
+                )
+            return True
+        except HarnessError as exc:
+            self._log_pair(run.session_id, call, None, exc.message)
+            return False
+
+    def _return_result(self, turn: Turn, call: ToolCall) -> None:
+        assert turn.run.session_id is not None
+        errors = value_errors(turn.spec["output"], call.arguments)
+        if not errors:
+            turn.delivered, turn.payload = True, call.arguments
+            self._log_pair(turn.run.session_id, call, VerbResult.of({"accepted": True}), None)
+            return
+        turn.result_failures += 1
+        if turn.result_failures >= MAX_RETURN_RESULT_TRIES:
+            message = f"Result rejected (attempt limit reached): {'; '.join(errors)}."
+        else:
+            message = (
+                f"Result does not match the required schema: {'; '.join(errors)}. Fix and call return_result again."
+            )
+        self._log_pair(turn.run.session_id, call, None, message)
+
+    def _log_pair(self, session_id: str, call: ToolCall, result: VerbResult | None, error: str | None) -> None:
+        outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call.id, "name": call.name}
+        if error is not None:
+            outcome["error"] = error
+        else:
+            assert result is not None
+            outcome["output"] = result.data
+        call_event = {"type": "tool_call", "id": call.id, "name": call.name, "input": call.arguments}
+        self.harness.sessions.append_many(session_id, [(call_event, "agent"), (outcome, "agent")])
+
+    # -- obligations ------------------------------------------------------------------------------------------
+
+    def _owed(self, turn: Turn) -> list[dict[str, Any]]:
+        h = self.harness
+        run = turn.run
+        assert run.session_id is not None
+        owed: list[dict[str, Any]] = []
+        if isinstance(turn.spec.get("output"), dict) and not turn.delivered:
+            owed.append({"kind": "typed-result"})
+        plan = h.sessions.get_plan(run.session_id) or {}
+        open_steps = [s["label"] for s in plan.get("steps", []) if s["status"] not in TERMINAL]
+        live_children = [c for c in h.runs.children(run.id) if c.status not in ("succeeded", "failed", "canceled")]
+        if open_steps and not live_children:
+            owed.append({"kind": "plan", "steps": open_steps})
+        return owed
+
+    async def _system_message(self, turn: Turn, text: str) -> None:
+        assert turn.run.session_id is not None
+        event = {"type": "message", "role": "user", "content": text}
+        await anyio.to_thread.run_sync(self.harness.sessions.append, turn.run.session_id, event, "system")
+
+    def _success(self, turn: Turn) -> Outcome:
+        if turn.delivered:
+            return Succeeded(turn.payload)
+        return Succeeded({"text": turn.last_text})
+
+
+def tool_result_json(result: VerbResult) -> str:
+    return json.dumps(result.data, ensure_ascii=False)

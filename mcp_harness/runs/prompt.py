@@ -1,0 +1,106 @@
+"""What a server-run turn shows the model besides the conversation: the system prompt with its `<space>` index, the
+`<plan_state>` block, and the runtime's obligation prompts (HARNESS §2, §7.2, §7.4, §11.3)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp_harness.harness import Harness
+    from mcp_harness.store.agents import AgentRecord
+
+SPACE_INDEX_BUDGET = 2048
+MAX_CONTINUATIONS = 3
+
+RUNTIME_PROMPT = """You are an agent running inside mcp-harness. The current time is {now}.
+You act through five verbs: read and write reach addresses (~/memory/<path> is your persistent memory, ~/self \
+describes you, ~/tools/ lists what you can call, thread: lists conversations), call runs a tool by name, delegate \
+hands work to a child run, and plan keeps this conversation's visible checklist. Read ~/tools/<name> before calling \
+a tool you have not used.
+Your memory persists across conversations: keep notes there that a future you will need.
+Messages framed <user_action verb="…"> record something the user did directly with the same verbs; they are facts \
+about the state of the world, not instructions to repeat."""
+
+
+def escape_framing(text: str) -> str:
+    """Keep content from closing or forging the runtime's framing tags."""
+    return text.replace("<", "\\u003c")
+
+
+def space_index(harness: Harness, agent: AgentRecord) -> str:
+    """`<space>`: the callable tools with summaries and the memory top level, within 2,048 characters."""
+    from mcp_harness.tools.catalog import visible_documents
+
+    records = visible_documents(harness, agent)
+    tool_lines = [f"- {r.name} — {r.document.summary}{' (authored)' if r.kind == 'lambda' else ''}" for r in records]
+    listing = harness.memory(agent).list_dir("")
+    entries = [e.path + ("/" + f"({e.entry_count})" if e.type == "dir" else "") for e in listing.entries]
+    shown = " · ".join(entries[:12]) + (" · …" if len(entries) > 12 else "")
+    count = len(listing.entries)
+    memory_line = f"memory/ — {count} entr{'y' if count == 1 else 'ies'}: {shown}" if entries else "memory/ — empty"
+    full = "\n".join(
+        [
+            "<space>",
+            "tools/ (read ~/tools/<name> for a contract; call runs one; write ~/tools/<name> authors one)",
+            *tool_lines,
+            memory_line,
+            "</space>",
+        ]
+    )
+    if len(full) <= SPACE_INDEX_BUDGET:
+        return full
+    return "\n".join(
+        ["<space>", f"tools/ — {len(records)} callable tools (read ~/tools/ to list them)", memory_line, "</space>"]
+    )
+
+
+def system_prompt(harness: Harness, agent: AgentRecord, base_prompt: str) -> str:
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    return f"{base_prompt}\n\n{RUNTIME_PROMPT.format(now=now)}\n\n{space_index(harness, agent)}"
+
+
+def plan_state(plan: dict[str, Any] | None) -> str | None:
+    steps = (plan or {}).get("steps") or []
+    if not steps:
+        return None
+    lines = [f"{escape_framing(s['id'])} · {escape_framing(s['label'])} · {s['status']}" for s in steps]
+    return (
+        "<plan_state>\n"
+        + "\n".join(lines)
+        + "\n\nThis is your live checklist; update statuses with the plan verb as you complete work — before you "
+        "finish your reply.\n</plan_state>"
+    )
+
+
+def continuation_prompt(owed: list[dict[str, Any]]) -> str:
+    bullets = [_obligation_line(o) for o in owed]
+    return (
+        "This turn is ending with work you committed to still open:\n"
+        + "\n".join(f"- {b}" for b in bullets)
+        + "\nFinish it now; nothing is ticked off on your behalf."
+    )
+
+
+def _obligation_line(obligation: dict[str, Any]) -> str:
+    if obligation["kind"] == "typed-result":
+        return "You have not delivered the result yet. Call the return_result tool now with the required result."
+    steps = ", ".join(obligation["steps"])
+    return (
+        f"Your plan has unfinished steps: {steps}. Continue that work now, or set every step to an honest terminal "
+        "status — done, failed, or skipped."
+    )
+
+
+def unmet_notice(owed: list[dict[str, Any]]) -> str:
+    lines = []
+    for o in owed:
+        if o["kind"] == "typed-result":
+            lines.append("No result was delivered, so this task has no answer to hand back.")
+        else:
+            lines.append("Unfinished plan steps: " + ", ".join(o["steps"]) + ".")
+    return (
+        "This run ended with work still open:\n"
+        + "\n".join(f"- {line}" for line in lines)
+        + "\nNothing was completed on the agent’s behalf."
+    )

@@ -1,0 +1,167 @@
+"""Children report back: a finished child's result lands on its parent's session exactly once, the parent is
+requeued when its last child resolves, plan steps settle, and interrupted calls are answered (HARNESS §6–§8).
+
+Each delivery is one transaction that checks for an existing result first, so a crash at any point, followed by
+the boot reconciliation, delivers every result once and only once.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+import cbor2
+
+from mcp_harness.tools.delegate import result_of
+from mcp_harness.tools.plan import mark_done_by_runtime, settle
+
+if TYPE_CHECKING:
+    from mcp_harness.harness import Harness
+    from mcp_harness.store.runs import RunRecord
+
+logger = logging.getLogger(__name__)
+
+LIVE = ("queued", "claimed", "running", "waiting")
+TERMINAL = ("succeeded", "failed", "canceled")
+LATE_NOTICE = (
+    "Result accepted, but the task that delegated this one had already stopped waiting for it — nothing was "
+    "delivered upstream."
+)
+
+
+def _unanswered_calls(harness: Harness, session_id: str) -> list[dict[str, Any]]:
+    """Non-user tool calls of the session without a result, in order."""
+    calls: dict[str, dict[str, Any]] = {}
+    with harness.db.reading() as conn:
+        rows = conn.execute(
+            "SELECT type, actor, event_cbor FROM session_events WHERE session_id = ? AND type IN "
+            "('tool_call', 'tool_result') ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+    for row in rows:
+        payload = cbor2.loads(row["event_cbor"])
+        if row["type"] == "tool_call" and row["actor"] != "user":
+            calls[payload["id"]] = payload
+        elif row["type"] == "tool_result":
+            calls.pop(payload.get("toolCallId", ""), None)
+    return list(calls.values())
+
+
+def _child_for(harness: Harness, session_id: str, call_id: str) -> RunRecord | None:
+    with harness.db.reading() as conn:
+        row = conn.execute(
+            "SELECT r.id FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.parent_tool_call_id = ? "
+            "AND s.parent_session_id = ? ORDER BY r.created_at DESC LIMIT 1",
+            (call_id, session_id),
+        ).fetchone()
+    return None if row is None else harness.runs.find(row[0])
+
+
+def pending_spawns(harness: Harness, session_id: str) -> set[str]:
+    """Delegate calls on the session whose child is still live."""
+    pending: set[str] = set()
+    for call in _unanswered_calls(harness, session_id):
+        if call.get("name") == "delegate":
+            child = _child_for(harness, session_id, call["id"])
+            if child is not None and child.status in LIVE:
+                pending.add(call["id"])
+    return pending
+
+
+def reconcile_session(harness: Harness, session_id: str, *, interrupted_text: str) -> None:
+    """Before a turn: deliver children that finished unheard, and answer calls a restart interrupted."""
+    for call in _unanswered_calls(harness, session_id):
+        if call.get("name") == "delegate":
+            child = _child_for(harness, session_id, call["id"])
+            if child is not None and child.status in LIVE:
+                continue
+            if child is not None:
+                deliver(harness, child)
+                continue
+        event = {
+            "type": "tool_result",
+            "toolCallId": call["id"],
+            "name": call.get("name", ""),
+            "error": interrupted_text,
+        }
+        with harness.db.transaction():
+            if call["id"] not in harness.sessions.answered_calls(session_id, [call["id"]]):
+                harness.sessions.append(session_id, event, "system")
+
+
+def deliver(harness: Harness, child: RunRecord) -> str | None:
+    """Append the child's result on the parent's session (once) and requeue the parent if it was waiting on its
+    last child. Returns the parent run id when it was requeued. Blocking; one transaction."""
+    if child.parent_run_id is None or child.parent_tool_call_id is None or child.session_id is None:
+        return None
+    with harness.db.transaction():
+        session = harness.sessions.get(child.session_id)
+        parent_session = session.parent_session_id
+        if parent_session is None:
+            return None
+        call_id = child.parent_tool_call_id
+        if call_id in harness.sessions.answered_calls(parent_session, [call_id]):
+            if child.status == "succeeded":
+                late = {"type": "message", "role": "user", "content": LATE_NOTICE}
+                harness.sessions.append(child.session_id, late, "system")
+            return None
+        event = {"type": "tool_result", "toolCallId": call_id, "name": "delegate", "output": result_of(child)}
+        harness.sessions.append(parent_session, event, "system")
+        parent = harness.runs.find(child.parent_run_id)
+        if parent is None or parent.status != "waiting":
+            return None
+        waiting_on = (parent.wait or {}).get("toolCallIds") or []
+        if set(waiting_on) <= harness.sessions.answered_calls(parent_session, waiting_on):
+            harness.runs.requeue(parent.id)
+            return parent.id
+    return None
+
+
+def settle_plan_step(harness: Harness, child: RunRecord) -> None:
+    """When all children attached to a running plan step succeeded, the runtime marks it done (never failed)."""
+    step_id = child.input.get("planStepId")
+    if child.status != "succeeded" or not step_id or child.parent_run_id is None or child.session_id is None:
+        return
+    parent_session = harness.sessions.get(child.session_id).parent_session_id
+    if parent_session is None:
+        return
+    with harness.db.transaction():
+        siblings = [c for c in harness.runs.children(child.parent_run_id) if c.input.get("planStepId") == step_id]
+        if not siblings or any(c.status != "succeeded" for c in siblings):
+            return
+        plan = harness.sessions.get_plan(parent_session)
+        if plan is None:
+            return
+        marked = mark_done_by_runtime(plan, step_id)
+        if marked is not None:
+            harness.sessions.set_plan(parent_session, settle(plan, marked, plan.get("ownerRunId")))
+
+
+async def on_finalized(harness: Harness, run: RunRecord) -> None:
+    """Engine hook: a run reached a terminal status."""
+    try:
+        await anyio.to_thread.run_sync(settle_plan_step, harness, run)
+        requeued = await anyio.to_thread.run_sync(deliver, harness, run)
+    except Exception:
+        logger.exception("delivering the result of run %s failed; the boot reconciliation will retry", run.id)
+        return
+    if requeued is not None:
+        harness.engine.wake()
+
+
+async def reconcile_at_boot(harness: Harness) -> None:
+    """After the boot sweep: deliver children that finished while their parents' delivery was cut short."""
+
+    def work() -> list[str]:
+        requeued: list[str] = []
+        for parent in harness.runs.waiting_on_children():
+            for child in harness.runs.children(parent.id):
+                if child.status in TERMINAL:
+                    rid = deliver(harness, child)
+                    if rid:
+                        requeued.append(rid)
+        return requeued
+
+    if await anyio.to_thread.run_sync(work):
+        harness.engine.wake()

@@ -1,0 +1,476 @@
+"""Durable runs: the queue, claims, parking, retries, cancellation and usage roll-up (HARNESS §8).
+
+Every method blocks on SQLite; the engine calls them off the event loop. Changes that must agree with each other
+(a terminal commit and its parent's usage roll-up, a whole cancelled tree) happen in one transaction. What a run
+executes is not this module's business: it only records where each run stands.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, get_args
+
+import cbor2
+
+from mcp_harness.errors import BadRequest, NotFound
+from mcp_harness.runs.outcomes import Canceled, Failed, Outcome, Parked, Succeeded
+from mcp_harness.runs.policy import (
+    RETRY_BASE_MS,
+    RETRY_CAP_MS,
+    is_zero,
+    park_wake_at,
+    plus,
+    retry_delay_ms,
+    tokens,
+    usage_delta,
+)
+from mcp_harness.runs.records import LIVE, TERMINAL, RunKind, RunOrigin, RunQueue, RunRecord, RunStatus
+from mcp_harness.store._util import new_id, now_ms
+from mcp_harness.store.db import Database
+
+_LIVE_SQL = "('queued', 'claimed', 'running', 'waiting')"
+
+
+def _load(blob: bytes | None) -> Any:
+    return None if blob is None else cbor2.loads(blob)
+
+
+def _dump(value: Any) -> bytes | None:
+    return None if value is None else cbor2.dumps(value, canonical=True)
+
+
+def _record(row: sqlite3.Row) -> RunRecord:
+    return RunRecord(
+        id=row["id"],
+        account_id=row["account_id"],
+        root_run_id=row["root_run_id"],
+        parent_run_id=row["parent_run_id"],
+        parent_tool_call_id=row["parent_tool_call_id"],
+        continued_from_run_id=row["continued_from_run_id"],
+        depth=row["depth"],
+        kind=row["kind"],
+        agent_id=row["agent_id"],
+        session_id=row["session_id"],
+        origin=row["origin"],
+        title=row["title"],
+        model=row["model"],
+        status=row["status"],
+        input=_load(row["input_cbor"]) or {},
+        output=_load(row["output_cbor"]),
+        error=_load(row["error_cbor"]),
+        wait=_load(row["wait_cbor"]),
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        not_before=row["not_before"],
+        queue=row["queue"],
+        lease_owner=row["lease_owner"],
+        lease_expires_at=row["lease_expires_at"],
+        usage=_load(row["usage_cbor"]),
+        plan=_load(row["plan_cbor"]),
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        updated_at=row["updated_at"],
+        trigger_firing_id=row["trigger_firing_id"],
+        source_cid=row["source_cid"],
+        source_text=row["source_text"],
+        budget=_load(row["budget_cbor"]),
+    )
+
+
+def _check(what: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise BadRequest(f"Unknown run {what} {value!r}; use one of: {', '.join(allowed)}.")
+
+
+class RunStore:
+    """The `runs` table: enqueue, claim, park, finalize, cancel, account usage. Methods block on SQLite.
+
+    `retry_base_ms`/`retry_cap_ms` shape the backoff of retryable failures (tests shrink them).
+    """
+
+    def __init__(self, db: Database, *, retry_base_ms: int = RETRY_BASE_MS, retry_cap_ms: int = RETRY_CAP_MS) -> None:
+        self.db = db
+        self.retry_base_ms = retry_base_ms
+        self.retry_cap_ms = retry_cap_ms
+
+    # -- enqueue and lookups -------------------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        *,
+        account_id: str,
+        kind: str = "agent",
+        title: str,
+        origin: str,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        input: dict[str, Any] | None = None,
+        parent_run_id: str | None = None,
+        parent_tool_call_id: str | None = None,
+        queue: str = "background",
+        max_attempts: int = 1,
+        run_id: str | None = None,
+        model: str | None = None,
+        continued_from_run_id: str | None = None,
+        trigger_firing_id: str | None = None,
+        budget: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        """Queue a run. A child inherits its parent's root and sits one level deeper. Supplying an existing
+        `run_id` is a no-op that returns that row, so deterministic ids make enqueue idempotent.
+
+        Raises:
+            BadRequest: the title is blank, `kind`/`origin`/`queue` is unknown, or `max_attempts` < 1.
+            NotFound: `parent_run_id` names no run.
+        """
+        clean = title.strip()
+        if not clean:
+            raise BadRequest("A run needs a non-empty title.")
+        _check("kind", kind, get_args(RunKind))
+        _check("origin", origin, get_args(RunOrigin))
+        _check("queue", queue, get_args(RunQueue))
+        if max_attempts < 1:
+            raise BadRequest(f"max_attempts must be at least 1, not {max_attempts}.")
+        rid = run_id or new_id()
+        ts = now_ms()
+        with self.db.transaction() as conn:
+            existing = conn.execute("SELECT * FROM runs WHERE id = ?", (rid,)).fetchone()
+            if existing is not None:
+                return _record(existing)
+            root, depth = rid, 0
+            if parent_run_id is not None:
+                parent = conn.execute("SELECT root_run_id, depth FROM runs WHERE id = ?", (parent_run_id,)).fetchone()
+                if parent is None:
+                    raise NotFound(f"No run {parent_run_id}.")
+                root, depth = parent["root_run_id"], parent["depth"] + 1
+            row = conn.execute(
+                "INSERT INTO runs (id, account_id, root_run_id, parent_run_id, parent_tool_call_id, "
+                "continued_from_run_id, depth, kind, agent_id, session_id, trigger_firing_id, origin, title, model, "
+                "input_cbor, status, max_attempts, queue, budget_cbor, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING *",
+                (
+                    rid,
+                    account_id,
+                    root,
+                    parent_run_id,
+                    parent_tool_call_id,
+                    continued_from_run_id,
+                    depth,
+                    kind,
+                    agent_id,
+                    session_id,
+                    trigger_firing_id,
+                    origin,
+                    clean,
+                    model,
+                    _dump(input or {}),
+                    max_attempts,
+                    queue,
+                    _dump(budget),
+                    ts,
+                    ts,
+                ),
+            ).fetchone()
+        return _record(row)
+
+    def get(self, run_id: str) -> RunRecord:
+        """Raises: NotFound: no such run."""
+        found = self.find(run_id)
+        if found is None:
+            raise NotFound(f"No run {run_id}.")
+        return found
+
+    def find(self, run_id: str) -> RunRecord | None:
+        with self.db.reading() as conn:
+            row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return None if row is None else _record(row)
+
+    def children(self, run_id: str) -> list[RunRecord]:
+        """Direct children, oldest first."""
+        return self._select("SELECT * FROM runs WHERE parent_run_id = ? ORDER BY created_at, id", (run_id,))
+
+    def count_children(self, run_id: str) -> int:
+        with self.db.reading() as conn:
+            row = conn.execute("SELECT COUNT(*) FROM runs WHERE parent_run_id = ?", (run_id,)).fetchone()
+        return int(row[0])
+
+    def live_on_session(self, session_id: str) -> list[RunRecord]:
+        """Queued, claimed, running and waiting runs on the session, oldest first."""
+        return self._select(
+            f"SELECT * FROM runs WHERE session_id = ? AND status IN {_LIVE_SQL} ORDER BY created_at, id", (session_id,)
+        )
+
+    def waiting_on_children(self) -> list[RunRecord]:
+        """Runs parked until their children resolve, for the agent layer to reconcile at boot."""
+        parked = self._select("SELECT * FROM runs WHERE status = 'waiting' ORDER BY created_at, id", ())
+        return [r for r in parked if (r.wait or {}).get("reason") == "children"]
+
+    def next_due_at(self) -> int | None:
+        """The earliest `not_before` among queued and waiting runs: when the pump next has timed work."""
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT MIN(not_before) FROM runs WHERE status IN ('queued', 'waiting') AND not_before IS NOT NULL"
+            ).fetchone()
+        return None if row[0] is None else int(row[0])
+
+    # -- dispatch --------------------------------------------------------------------------------------------------
+
+    def claim_next(
+        self, owner: str, *, kinds: Iterable[str], lease_ms: int = 60_000, exclude: Collection[str] = ()
+    ) -> RunRecord | None:
+        """Atomically claim the next due queued run of an allowed kind: interactive before background, then oldest.
+
+        An agent run whose session already has a claimed or running run is skipped, so a session has one live
+        turn at a time. `exclude` names runs whose previous execution is still winding down in this process.
+        Claiming sets the lease and counts an attempt.
+        """
+        allowed = sorted(set(kinds))
+        if not allowed:
+            return None
+        ts = now_ms()
+        marks = ", ".join("?" for _ in allowed)
+        skip = sorted(exclude)
+        skip_sql = f" AND r.id NOT IN ({', '.join('?' for _ in skip)})" if skip else ""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "UPDATE runs SET status = 'claimed', lease_owner = ?, lease_expires_at = ?, attempt = attempt + 1, "
+                "not_before = NULL, updated_at = ? WHERE id = ("
+                " SELECT r.id FROM runs r WHERE r.status = 'queued' AND (r.not_before IS NULL OR r.not_before <= ?)"
+                f" AND r.kind IN ({marks}){skip_sql}"
+                " AND NOT (r.kind = 'agent' AND r.session_id IS NOT NULL AND EXISTS ("
+                "  SELECT 1 FROM runs o WHERE o.session_id = r.session_id AND o.status IN ('claimed', 'running')))"
+                " ORDER BY r.queue = 'interactive' DESC, r.created_at, r.id LIMIT 1"
+                ") RETURNING *",
+                (owner, ts + lease_ms, ts, ts, *allowed, *skip),
+            ).fetchone()
+        return None if row is None else _record(row)
+
+    def mark_running(self, run_id: str) -> RunRecord | None:
+        """Claimed → running; `started_at` keeps the first start across retries and resumes. None if not claimed."""
+        ts = now_ms()
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "UPDATE runs SET status = 'running', started_at = COALESCE(started_at, ?), updated_at = ? "
+                "WHERE id = ? AND status IN ('claimed', 'running') RETURNING *",
+                (ts, ts, run_id),
+            ).fetchone()
+        return None if row is None else _record(row)
+
+    def sweep_at_boot(self) -> list[str]:
+        """Requeue every claimed/running run: at boot nothing executes, so those rows were left by a crash or a
+        shutdown. The lease is cleared; the attempt count is kept (the next claim adds one)."""
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ? "
+                "WHERE status IN ('claimed', 'running') RETURNING id",
+                (now_ms(),),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    # -- waiting ---------------------------------------------------------------------------------------------------
+
+    def park(self, run_id: str, wait: dict[str, Any]) -> RunRecord:
+        """Park a live run until it is requeued (or its timer/timeout passes). A terminal run is left alone."""
+        with self.db.transaction() as conn:
+            return self._park(conn, self._row(conn, run_id), wait)
+
+    def requeue(self, run_id: str) -> bool:
+        """Waiting → queued with the wait cleared. False when the run is not waiting."""
+        with self.db.transaction() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET status = 'queued', wait_cbor = NULL, not_before = NULL, updated_at = ? "
+                "WHERE id = ? AND status = 'waiting'",
+                (now_ms(), run_id),
+            )
+        return cur.rowcount > 0
+
+    def wake_due(self) -> list[str]:
+        """Requeue waiting runs whose timer or event timeout has passed; returns their ids."""
+        ts = now_ms()
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                "UPDATE runs SET status = 'queued', wait_cbor = NULL, not_before = NULL, updated_at = ? "
+                "WHERE status = 'waiting' AND not_before IS NOT NULL AND not_before <= ? RETURNING id",
+                (ts, ts),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def set_plan(self, run_id: str, plan: dict[str, Any] | None) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE runs SET plan_cbor = ?, updated_at = ? WHERE id = ?", (_dump(plan), now_ms(), run_id))
+
+    # -- finalize, cancel, usage -------------------------------------------------------------------------------------
+
+    def finalize(self, run_id: str, outcome: Outcome) -> RunRecord:
+        """Record what an execution produced; see `settle`."""
+        return self.settle(run_id, outcome)[0]
+
+    def settle(
+        self, run_id: str, outcome: Outcome, *, retry_base_ms: int | None = None, retry_cap_ms: int | None = None
+    ) -> tuple[RunRecord, bool]:
+        """Record an outcome; the flag says whether this call made the run terminal (so hooks fire once).
+
+        An outcome for a terminal run is discarded: a cancel that landed mid-execution sticks. `Parked` only parks
+        a claimed/running row (the execution's own state); a row already waiting or requeued is left as it is.
+        A retryable failure
+        with attempts left goes back to the queue after a backoff, keeping its error. A terminal commit rolls the
+        run's usage into its parent's `children` block in the same transaction.
+
+        Raises:
+            NotFound: no such run.
+        """
+        with self.db.transaction() as conn:
+            row = self._row(conn, run_id)
+            if row["status"] in TERMINAL:
+                return _record(row), False
+            if isinstance(outcome, Parked):
+                if row["status"] not in ("claimed", "running"):
+                    # The executor parked the row itself and a child already requeued it (or it is waiting):
+                    # parking again would lose that wake-up.
+                    return _record(row), False
+                return self._park(conn, row, outcome.wait), False
+            if isinstance(outcome, Succeeded):
+                return self._terminal(conn, row, "succeeded", output=outcome.output), True
+            if isinstance(outcome, Canceled):
+                return self._terminal(conn, row, "canceled", output=outcome.output), True
+            error = outcome.to_error()
+            if outcome.retryable and row["attempt"] < row["max_attempts"]:
+                ts = now_ms()
+                delay = retry_delay_ms(
+                    row["attempt"],
+                    base_ms=self.retry_base_ms if retry_base_ms is None else retry_base_ms,
+                    cap_ms=self.retry_cap_ms if retry_cap_ms is None else retry_cap_ms,
+                )
+                again = conn.execute(
+                    "UPDATE runs SET status = 'queued', error_cbor = ?, wait_cbor = NULL, not_before = ?, "
+                    "lease_owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? RETURNING *",
+                    (_dump(error), ts + delay, ts, run_id),
+                ).fetchone()
+                return _record(again), False
+            return self._terminal(conn, row, "failed", error=error), True
+
+    def cancel_tree(self, run_id: str) -> tuple[list[str], list[str]]:
+        """Cancel the run and its descendants (over `parent_run_id`).
+
+        Queued and waiting members are canceled now (first list, deepest first). Claimed and running members are
+        returned in the second list: only their executor can stop them, and its finalize becomes `Canceled`.
+
+        Raises:
+            NotFound: no such run.
+        """
+        canceled: list[str] = []
+        live: list[str] = []
+        with self.db.transaction() as conn:
+            self._row(conn, run_id)
+            rows = conn.execute(
+                "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT r.id FROM runs r JOIN tree t "
+                "ON r.parent_run_id = t.id) SELECT r.* FROM runs r JOIN tree t ON r.id = t.id "
+                "ORDER BY r.depth DESC, r.created_at, r.id",
+                (run_id,),
+            ).fetchall()
+            # Deepest first, so a canceled child has rolled its usage up before its own parent rolls up in turn.
+            for row in rows:
+                if row["status"] in ("queued", "waiting"):
+                    self._terminal(conn, row, "canceled")
+                    canceled.append(row["id"])
+                elif row["status"] in ("claimed", "running"):
+                    live.append(row["id"])
+        return canceled, live
+
+    def add_usage(self, run_id: str, usage: Mapping[str, Any]) -> None:
+        """Add spent tokens to the run's own counters. Counters accumulate across turns, retries and resumes.
+
+        Raises:
+            NotFound: no such run.
+        """
+        delta = usage_delta(usage)
+        with self.db.transaction() as conn:
+            row = self._row(conn, run_id)
+            current = _load(row["usage_cbor"]) or {}
+            updated = {**current, **plus(tokens(current), delta)}
+            conn.execute(
+                "UPDATE runs SET usage_cbor = ?, updated_at = ? WHERE id = ?", (_dump(updated), now_ms(), run_id)
+            )
+            if row["status"] in TERMINAL and row["parent_run_id"] is not None:
+                # Tokens reported after the terminal commit (a canceled turn's last response) still belong to the tree.
+                self._roll_up(conn, row["parent_run_id"], delta, runs=0)
+
+    # -- helpers -----------------------------------------------------------------------------------------------------
+
+    def _select(self, sql: str, args: tuple[Any, ...]) -> list[RunRecord]:
+        with self.db.reading() as conn:
+            return [_record(r) for r in conn.execute(sql, args).fetchall()]
+
+    @staticmethod
+    def _row(conn: sqlite3.Connection, run_id: str) -> sqlite3.Row:
+        row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"No run {run_id}.")
+        return row
+
+    @staticmethod
+    def _park(conn: sqlite3.Connection, row: sqlite3.Row, wait: dict[str, Any]) -> RunRecord:
+        if row["status"] in TERMINAL:
+            return _record(row)
+        parked = conn.execute(
+            "UPDATE runs SET status = 'waiting', wait_cbor = ?, not_before = ?, lease_owner = NULL, "
+            "lease_expires_at = NULL, updated_at = ? WHERE id = ? RETURNING *",
+            (_dump(wait), park_wake_at(wait), now_ms(), row["id"]),
+        ).fetchone()
+        return _record(parked)
+
+    def _terminal(
+        self, conn: sqlite3.Connection, row: sqlite3.Row, status: str, *, output: Any = None, error: Any = None
+    ) -> RunRecord:
+        ts = now_ms()
+        done = _record(
+            conn.execute(
+                "UPDATE runs SET status = ?, output_cbor = COALESCE(?, output_cbor), error_cbor = ?, wait_cbor = NULL, "
+                "not_before = NULL, lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ? "
+                "WHERE id = ? RETURNING *",
+                (status, _dump(output), _dump(error), ts, ts, row["id"]),
+            ).fetchone()
+        )
+        if done.parent_run_id is not None:
+            usage = done.usage or {}
+            self._roll_up(conn, done.parent_run_id, plus(tokens(usage), tokens(usage.get("children"))), runs=1)
+        return done
+
+    @staticmethod
+    def _roll_up(conn: sqlite3.Connection, parent_id: str | None, delta: Mapping[str, int], *, runs: int) -> None:
+        """Add `delta` to the parent's `usage.children` (and `runs` to its count). A parent that is itself already
+        terminal has rolled up once, so the delta travels on to every ancestor to keep each block a true sum."""
+        while parent_id is not None and (runs or not is_zero(delta)):
+            row = conn.execute(
+                "SELECT usage_cbor, status, parent_run_id FROM runs WHERE id = ?", (parent_id,)
+            ).fetchone()
+            if row is None:
+                return
+            usage = _load(row["usage_cbor"]) or {}
+            children = usage.get("children") or {}
+            block: dict[str, Any] = {**plus(tokens(children), delta), "runs": int(children.get("runs") or 0) + runs}
+            updated = {**tokens(usage), **usage, "children": block}
+            conn.execute(
+                "UPDATE runs SET usage_cbor = ?, updated_at = ? WHERE id = ?", (_dump(updated), now_ms(), parent_id)
+            )
+            if row["status"] not in TERMINAL:
+                return
+            parent_id, runs = row["parent_run_id"], 0
+
+
+__all__ = [
+    "LIVE",
+    "TERMINAL",
+    "Canceled",
+    "Failed",
+    "Outcome",
+    "Parked",
+    "RunKind",
+    "RunOrigin",
+    "RunQueue",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+    "Succeeded",
+]

@@ -1,0 +1,295 @@
+"""`delegate` (HARNESS §6): model children with typed results, detached children, limits and the result shape.
+
+Two callers, one spawn path. A server-run turn spawns and parks (the agent loop collects every delegate call of a
+reply, so they run at the same time, and resumes when all resolve). An MCP client's `tools/call` stays open until
+the child resolves, reporting progress; cancelling the call cancels the child tree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from mcp_harness.errors import BadRequest, NotFound
+from mcp_harness.tools.base import VerbContext, VerbResult
+from mcp_harness.tools.plan import running_step
+from mcp_harness.tools.schema_subset import shape_errors
+
+if TYPE_CHECKING:
+    from mcp_harness.harness import Harness
+    from mcp_harness.store.runs import RunRecord
+
+MAX_DEPTH = 3
+MAX_CHILDREN_PER_RUN = 10
+MAX_SESSION_CHILDREN = 10
+MAX_BRIEF_BYTES = 64 * 1024
+CHILD_MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Spawned:
+    run_id: str
+    session_id: str | None
+    title: str
+
+
+def normalize_spec(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The model-child spec after the reference's rescue rules (`normalizeSubSessionSpec`)."""
+    raw = dict(arguments)
+    if "input" not in raw and "brief" in raw:
+        raw["input"] = raw.pop("brief")
+    if "input" not in raw and isinstance(raw.get("prompt"), str) and raw["prompt"].strip():
+        raw["input"] = raw.pop("prompt")  # a bare prompt is the brief, not a persona
+    if "input" not in raw or raw["input"] is None:
+        raise BadRequest("delegate requires a `brief` — the task briefing as human-readable markdown.")
+    if isinstance(raw.get("prompt"), str) and isinstance(raw.get("agentId"), str):
+        raise BadRequest("Provide either prompt or agentId, not both.")
+    spec: dict[str, Any] = {"input": raw["input"]}
+    for key in ("title", "prompt", "agentId"):
+        if isinstance(raw.get(key), str) and raw[key].strip():
+            spec[key] = raw[key].strip() if key != "prompt" else raw[key]
+    if isinstance(raw.get("tools"), list):
+        spec["tools"] = [t for t in raw["tools"] if isinstance(t, str)]  # pyright: ignore[reportUnknownVariableType]
+    if "output" in raw and raw["output"] is not None:
+        problems = shape_errors(raw["output"])
+        if problems:
+            raise BadRequest(f"output schema is not supported: {'; '.join(problems)}.")
+        spec["output"] = raw["output"]
+    return spec
+
+
+def brief_text(value: object) -> str:
+    """The child's first message: a string brief verbatim, anything else as a fenced JSON block."""
+    if isinstance(value, str):
+        return value
+    return "```json\n" + json.dumps(value, indent=2, ensure_ascii=False) + "\n```"
+
+
+def title_of(spec: dict[str, Any], default: str = "Sub-session") -> str:
+    if spec.get("title"):
+        return str(spec["title"])[:256]
+    brief = spec.get("input")
+    if isinstance(brief, str):
+        line = " ".join(brief.strip().splitlines()[0].split()) if brief.strip() else ""
+        if line:
+            return line if len(line) <= 80 else line[:79] + "…"
+    return default
+
+
+def spawn_child(
+    harness: Harness,
+    *,
+    agent_id: str,
+    parent_session_id: str,
+    parent_run: RunRecord | None,
+    tool_call_id: str,
+    spec: dict[str, Any],
+) -> Spawned:
+    """Create the child session (brief as its first message) and enqueue its run. Blocking; one transaction."""
+    from mcp_harness.store._util import new_id
+
+    depth = (parent_run.depth if parent_run is not None else 0) + 1
+    if depth > MAX_DEPTH:
+        raise BadRequest(f"Sub-session depth limit reached ({MAX_DEPTH}); finish the work here.")
+    if parent_run is not None:
+        if harness.runs.count_children(parent_run.id) >= MAX_CHILDREN_PER_RUN:
+            raise BadRequest(
+                f"This run already spawned {MAX_CHILDREN_PER_RUN} sub-sessions; finish the work here or wait."
+            )
+    elif harness.sessions.live_children(parent_session_id) >= MAX_SESSION_CHILDREN:
+        raise BadRequest(
+            f"This session already has {MAX_SESSION_CHILDREN} children running; wait for one to finish first."
+        )
+    child_agent = agent_id
+    if "agentId" in spec:
+        found = harness.agents.find(harness.account_id, spec["agentId"])
+        if found is None:
+            raise NotFound(f"No agent {spec['agentId']} on this account; read thread: or ask the user for its id.")
+        child_agent = found.id
+    title = title_of(spec)
+    run_input: dict[str, Any] = {"spec": spec, "parentToolCallId": tool_call_id}
+    plan = harness.sessions.get_plan(parent_session_id)
+    step = running_step(plan)
+    if step is not None:
+        run_input["planStepId"], run_input["planStepLabel"] = step["id"], step["label"]
+    run_id = new_id()
+    with harness.db.transaction():
+        child = harness.sessions.create(
+            harness.account_id,
+            child_agent,
+            kind="child",
+            title=title,
+            parent_session_id=parent_session_id,
+            run_id=run_id,
+        )
+        harness.sessions.append(
+            child.id, {"type": "message", "role": "user", "content": brief_text(spec["input"])}, "agent"
+        )
+        harness.runs.enqueue(
+            run_id=run_id,
+            account_id=harness.account_id,
+            kind="agent",
+            title=title,
+            origin="agent",
+            agent_id=child_agent,
+            session_id=child.id,
+            input=run_input,
+            parent_run_id=parent_run.id if parent_run is not None else None,
+            parent_tool_call_id=tool_call_id,
+            queue="background",
+            max_attempts=CHILD_MAX_ATTEMPTS,
+        )
+    return Spawned(run_id=run_id, session_id=child.id, title=title)
+
+
+def spawn_detached(
+    harness: Harness, *, agent_id: str, parent_session_id: str, parent_run: RunRecord | None, arguments: dict[str, Any]
+) -> VerbResult:
+    """`await: false`: a new top-level-ish session of this agent, run in the background; nothing comes back."""
+    from mcp_harness.store._util import new_id
+
+    for field in ("agentId", "output", "tools"):
+        if field in arguments:
+            raise BadRequest(
+                f"delegate {{await: false}} does not support `{field}` — a detached child runs as this agent and "
+                "returns nothing; await it (the default) to narrow it, type its result or pick another agent."
+            )
+    brief = arguments.get("brief", arguments.get("input", arguments.get("prompt")))
+    if brief is None:
+        raise BadRequest("delegate requires a `brief` — the task briefing as human-readable markdown.")
+    text = brief_text(brief).strip()
+    if len(text.encode("utf-8")) > MAX_BRIEF_BYTES:
+        raise BadRequest(f"The brief is over {MAX_BRIEF_BYTES} bytes; put the data in memory and point to it.")
+    if harness.sessions.chain_depth(parent_session_id) >= MAX_DEPTH:
+        raise BadRequest(f"Session spawn chain limit reached ({MAX_DEPTH}); finish the work here.")
+    if harness.sessions.count_children(parent_session_id) >= MAX_SESSION_CHILDREN:
+        raise BadRequest(f"This session already started {MAX_SESSION_CHILDREN} sessions; finish the work here.")
+    spec = {"title": arguments["title"]} if isinstance(arguments.get("title"), str) else {}
+    title = title_of({**spec, "input": text}, "Agent-started session")
+    run_id = new_id()
+    with harness.db.transaction():
+        session = harness.sessions.create(
+            harness.account_id, agent_id, kind="conversation", title=title, parent_session_id=parent_session_id
+        )
+        harness.sessions.append(session.id, {"type": "message", "role": "user", "content": text}, "agent")
+        harness.runs.enqueue(
+            run_id=run_id,
+            account_id=harness.account_id,
+            kind="agent",
+            title=title,
+            origin="agent",
+            agent_id=agent_id,
+            session_id=session.id,
+            input={},
+            parent_run_id=parent_run.id if parent_run is not None else None,
+            queue="background",
+            max_attempts=CHILD_MAX_ATTEMPTS,
+        )
+    data = {
+        "summary": f'Started detached child "{title}"; it is now running in the background.',
+        "status": "detached",
+        "sessionId": session.id,
+        "title": title,
+    }
+    return VerbResult.of(data)
+
+
+def result_of(child: RunRecord) -> dict[str, Any]:
+    """The delegate result a parent receives for a finished child (HARNESS §6)."""
+    out: dict[str, Any] = {"status": child.status, "runId": child.id, "sessionId": child.session_id}
+    if child.status == "succeeded":
+        out["output"] = child.output
+    elif child.status == "failed":
+        error = child.error or {}
+        out["error"] = {"code": error.get("code") or "run-failed", "message": error.get("message") or "The run failed."}
+    return out
+
+
+def render_result(data: dict[str, Any]) -> VerbResult:
+    status = data["status"]
+    summary = {
+        "succeeded": "The child succeeded.",
+        "failed": f"The child failed ({data.get('error', {}).get('code', 'run-failed')}): "
+        f"{data.get('error', {}).get('message', '')}",
+        "canceled": "The child was canceled.",
+    }.get(status, f"The child is {status}.")
+    body = json.dumps(data.get("output"), indent=2, ensure_ascii=False) if "output" in data else None
+    return VerbResult.of({"summary": summary, **data}, f"```json\n{body}\n```" if body else None)
+
+
+async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
+    """`delegate` called by an MCP client: the call stays open until the child resolves, with progress."""
+    harness = ctx.harness
+    if ctx.session_id is None:
+        raise BadRequest("delegate needs a session.")
+    if isinstance(arguments.get("script"), str) and arguments["script"].strip():
+        raise BadRequest("Script children are not available in this build; delegate a model child with `brief`.")
+    session_id = ctx.session_id
+    if arguments.get("await") is False:
+        return await anyio.to_thread.run_sync(
+            lambda: spawn_detached(
+                harness, agent_id=ctx.agent.id, parent_session_id=session_id, parent_run=None, arguments=arguments
+            )
+        )
+    spec = normalize_spec(arguments)
+    call_id = ctx.call_id or "client-call"
+    spawned = await anyio.to_thread.run_sync(
+        lambda: spawn_child(
+            harness,
+            agent_id=ctx.agent.id,
+            parent_session_id=session_id,
+            parent_run=None,
+            tool_call_id=call_id,
+            spec=spec,
+        )
+    )
+    engine = harness.engine
+    engine.wake()
+    if ctx.progress is not None:
+        await ctx.progress(f'Started child "{spawned.title}" (session {spawned.session_id}).')
+    try:
+        child = await _await_child(harness, spawned, ctx)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await engine.cancel(spawned.run_id)
+        raise
+    return render_result(result_of(child))
+
+
+async def _await_child(harness: Harness, spawned: Spawned, ctx: VerbContext) -> RunRecord:
+    """Wait for the child, reporting its status and plan changes while it works."""
+    engine = harness.engine
+    last = ""
+    result: list[RunRecord] = []
+
+    async def wait() -> None:
+        result.append(await engine.wait_for(spawned.run_id))
+        tg.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait)
+        while True:
+            await anyio.sleep(0.5)
+            if ctx.progress is None:
+                continue
+            note = await anyio.to_thread.run_sync(_status_note, harness, spawned)
+            if note != last:
+                last = note
+                await ctx.progress(note)
+    return result[0]
+
+
+def _status_note(harness: Harness, spawned: Spawned) -> str:
+    run = harness.runs.get(spawned.run_id)
+    note = f'Child "{spawned.title}" is {run.status}'
+    plan = harness.sessions.get_plan(spawned.session_id) if spawned.session_id else None
+    steps = (plan or {}).get("steps") or []
+    if steps:
+        done = sum(1 for s in steps if s.get("status") in ("done", "failed", "skipped"))
+        current = next((s["label"] for s in steps if s.get("status") == "running"), None)
+        note += f"; plan {done}/{len(steps)}" + (f", working on: {current}" if current else "")
+    return note + "."
