@@ -104,6 +104,16 @@ class SandboxSettings(BaseModel):
     """The system interpreter for `python` code and Python lambdas (never the server's own venv)."""
 
 
+class RunSettings(BaseModel):
+    """The run engine: how much runs at once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_agent_runs: int = Field(default=16, ge=1, le=256)
+    """Agent turns and model children executing at once (the reference uses 8; 16 lets ten parallel children and
+    their parent run in one wave)."""
+
+
 class Settings(BaseModel):
     """All settings."""
 
@@ -115,6 +125,7 @@ class Settings(BaseModel):
     http: HttpSettings = Field(default_factory=HttpSettings)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    runs: RunSettings = Field(default_factory=RunSettings)
 
 
 def default_data_dir() -> Path:

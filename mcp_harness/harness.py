@@ -154,7 +154,9 @@ class Harness:
             from mcp_harness.runs.engine import RunEngine
             from mcp_harness.runs.resolve import on_finalized
 
-            self._engine = RunEngine(self.runs, {"agent": AgentExecutor(self)})
+            self._engine = RunEngine(
+                self.runs, {"agent": AgentExecutor(self)}, max_agent_runs=self.settings.runs.max_agent_runs
+            )
 
             async def hook(run: RunRecord) -> None:
                 await on_finalized(self, run)

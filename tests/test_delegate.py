@@ -267,3 +267,17 @@ async def test_run_and_thread_reads_show_children(client: Client, scripted: Harn
     assert run["usage"]["children"]["runs"] == 3
     thread = await call(client, "read", {"address": f"thread:{result['sessionId']}", "format": "json"})
     assert len(thread["children"]) == 3 and all(c["runStatus"] == "succeeded" for c in thread["children"])
+
+
+async def test_a_waiting_delegate_call_reports_progress(client: Client) -> None:
+    notes: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if message:
+            notes.append(message)
+
+    with anyio.fail_after(20):
+        result = await client.call_tool("delegate", {"brief": "Slow leaf with progress"}, progress_callback=on_progress)
+    assert not result.is_error
+    assert notes[0].startswith('Started child "Slow leaf with progress"')
+    assert any(n.startswith('Child "Slow leaf with progress" is running') for n in notes[1:])

@@ -354,8 +354,9 @@ async def test_pipe_transport_keeps_stray_output_off_the_wire_and_frames_large_r
     assert stderr.count("stray bytes on fd 1") == 2
 
 
-def test_serve_falls_back_to_the_sdk_transport_when_stdin_is_a_file(tmp_path: Path) -> None:
-    """`mcp-harness serve < requests.jsonl` (a regular file cannot be polled) still answers, then exits at EOF."""
+def test_serve_answers_every_request_read_from_a_file(tmp_path: Path) -> None:
+    """`mcp-harness serve < requests.jsonl` answers every request (replies still owed at end of input are waited
+    for), then exits."""
     requests = tmp_path / "requests.jsonl"
     init = {
         "jsonrpc": "2.0",

@@ -189,6 +189,7 @@ def spawn_detached(
             queue="background",
             max_attempts=CHILD_MAX_ATTEMPTS,
         )
+    harness.engine.wake()
     data = {
         "summary": f'Started detached child "{title}"; it is now running in the background.',
         "status": "detached",
