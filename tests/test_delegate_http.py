@@ -171,3 +171,36 @@ async def test_anthropic_child_delivers_through_the_messages_api(
         assert {t["name"]: t["input_schema"] for t in first["tools"]}["return_result"] == ANSWER
     finally:
         harness.close()
+
+
+async def test_the_sampling_provider_asks_the_connected_clients_model(tmp_path: Path) -> None:
+    """A child on the `sampling` provider is run by the MCP client's own model: the server sends
+    sampling/createMessage with the child's tools, and the client answers with a return_result tool use."""
+    import mcp_types as types
+
+    seen: list[types.CreateMessageRequestParams] = []
+
+    async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResultWithTools:
+        seen.append(params)
+        use = types.ToolUseContent(name="return_result", id="use-1", input={"answer": 3})
+        return types.CreateMessageResultWithTools(
+            role="assistant", content=[use], model="client-model", stop_reason="toolUse"
+        )
+
+    harness = Harness(load_settings(data_dir=tmp_path / "data"))
+    try:
+        agent = harness.agent()
+        raw = {**agent.definition.to_json(), "modelProvider": "sampling", "model": "client-model"}
+        harness.agents.update(agent.id, normalize_definition(raw))
+        capabilities = types.SamplingCapability(tools=types.SamplingToolsCapability())
+        async with Client(
+            build_server(harness), mode="legacy", sampling_callback=sample, sampling_capabilities=capabilities
+        ) as c:
+            await c.list_tools()
+            with anyio.fail_after(30):
+                result = await call(c, "delegate", {"brief": "How many?", "output": ANSWER})
+        assert result["status"] == "succeeded" and result["output"] == {"answer": 3}
+        assert seen and "return_result" in [t.name for t in seen[0].tools or []]
+        assert seen[0].system_prompt is not None and "<space>" in seen[0].system_prompt
+    finally:
+        harness.close()
