@@ -35,6 +35,8 @@ test: $(VENV)/.installed-test $(JS_ORACLE)
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/sandbox.py
+	$(BIN)/python bench/delegate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

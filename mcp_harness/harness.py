@@ -94,6 +94,8 @@ class Harness:
         self._runs: RunStore | None = None
         self._engine: RunEngine | None = None
         self._engine_users = 0
+        self.awaited_children: set[str] = set()
+        """Child runs an MCP client's delegate call in this process is waiting on (it writes their result)."""
         self.sampler: Sampler | None = None
         """Set by the MCP front when the connected client can sample with tools (the `sampling` provider)."""
         self.agents.ensure_account(self.account_id, "local owner")
@@ -293,8 +295,14 @@ class Harness:
                 assert result is not None
                 outcome["output"] = result.data
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, outcome, ctx.actor)
+                await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
         return result, error
+
+    def _answer_once(self, session_id: str, call_id: str, outcome: dict[str, Any], actor: Actor) -> None:
+        """Append a call's result unless something (a child's delivery) already answered it."""
+        with self.db.transaction():
+            if call_id not in self.sessions.answered_calls(session_id, [call_id]):
+                self.sessions.append(session_id, outcome, actor)
 
     @staticmethod
     def _invalid(verb: str, problems: list[str]) -> BadRequest:

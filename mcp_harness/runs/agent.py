@@ -101,8 +101,7 @@ class AgentExecutor:
         if run.session_id is None or run.agent_id is None:
             return Failed(code="config-error", message="An agent run needs a session and an agent.")
         try:
-            turn = await anyio.to_thread.run_sync(self._prepare, run)
-            client = await anyio.to_thread.run_sync(self._client, turn)
+            turn, client = await anyio.to_thread.run_sync(self._prepare, run)
         except HarnessError as exc:
             return Failed(code="config-error", message=exc.message)
         continuations = 0
@@ -128,7 +127,7 @@ class AgentExecutor:
 
     # -- set-up -----------------------------------------------------------------------------------------------
 
-    def _prepare(self, run: RunRecord) -> Turn:
+    def _prepare(self, run: RunRecord) -> tuple[Turn, Any]:
         h = self.harness
         assert run.session_id is not None and run.agent_id is not None
         spec = spec_of(h, run)
@@ -137,7 +136,8 @@ class AgentExecutor:
         if len(prompt.encode("utf-8")) > 64 * 1024:
             raise BadRequest("The system prompt is over 64 KiB.")
         reconcile_session(h, run.session_id, interrupted_text=INTERRUPTED)
-        return Turn(run=run, agent=agent, spec=spec)
+        turn = Turn(run=run, agent=agent, spec=spec)
+        return turn, self._client(turn)
 
     def _client(self, turn: Turn) -> Any:
         from mcp_harness.models.clients import client_for
@@ -156,7 +156,7 @@ class AgentExecutor:
         if block:
             messages.append(Message(role="user", content=block))
         tools = [ToolSpec(name=v.name, description=v.description, input_schema=v.input_schema) for v in VERBS.values()]
-        if run.depth + 1 > delegate_verb.MAX_DEPTH:
+        if delegate_verb.spawn_depth(h, run) + 1 > delegate_verb.MAX_DEPTH:
             tools = [t for t in tools if t.name != "delegate"]
         for name in promoted_callables(h, agent, run.session_id):
             spec = callable_spec(h, name)
@@ -184,7 +184,6 @@ class AgentExecutor:
                 response: ModelResponse = await client.complete(request)
             except ProviderError as exc:
                 return Failed(code=exc.code, message=exc.message, retryable=exc.retryable, http_status=exc.http_status)
-            await h.engine.add_usage(turn.run.id, response.usage.to_json())
             await anyio.to_thread.run_sync(self._record_reply, turn, response)
             turn.last_text = response.text or turn.last_text
             if not response.tool_calls:
@@ -206,7 +205,9 @@ class AgentExecutor:
                     return Parked({"reason": "children", "toolCallIds": spawned})
 
     def _record_reply(self, turn: Turn, response: ModelResponse) -> None:
+        """The reply and its usage, in one trip off the loop (usage accumulates on the run, HARNESS §8)."""
         assert turn.run.session_id is not None
+        self.harness.runs.add_usage(turn.run.id, response.usage.to_json())
         meta: dict[str, Any] = {
             "model": response.model or turn.agent.definition.model,
             "provider": turn.agent.definition.model_provider,

@@ -93,8 +93,10 @@ def reconcile_session(harness: Harness, session_id: str, *, interrupted_text: st
 def deliver(harness: Harness, child: RunRecord) -> str | None:
     """Append the child's result on the parent's session (once) and requeue the parent if it was waiting on its
     last child. Returns the parent run id when it was requeued. Blocking; one transaction."""
-    if child.parent_run_id is None or child.parent_tool_call_id is None or child.session_id is None:
+    if child.parent_tool_call_id is None or child.session_id is None:
         return None
+    if child.parent_run_id is None and child.id in harness.awaited_children:
+        return None  # an MCP client's delegate call in this process is waiting and writes its own result
     with harness.db.transaction():
         session = harness.sessions.get(child.session_id)
         parent_session = session.parent_session_id
@@ -108,6 +110,8 @@ def deliver(harness: Harness, child: RunRecord) -> str | None:
             return None
         event = {"type": "tool_result", "toolCallId": call_id, "name": "delegate", "output": result_of(child)}
         harness.sessions.append(parent_session, event, "system")
+        if child.parent_run_id is None:
+            return None  # a client's delegate whose caller is gone (a restart): the result is on record for it
         parent = harness.runs.find(child.parent_run_id)
         if parent is None or parent.status != "waiting":
             return None
@@ -161,6 +165,19 @@ async def reconcile_at_boot(harness: Harness) -> None:
                     rid = deliver(harness, child)
                     if rid:
                         requeued.append(rid)
+        # Children of MCP clients' delegate calls that ended while the server was down or just before it died.
+        with harness.db.reading() as conn:
+            orphans = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT id FROM runs WHERE parent_run_id IS NULL AND parent_tool_call_id IS NOT NULL "
+                    "AND status IN ('succeeded', 'failed', 'canceled')"
+                )
+            ]
+        for run_id in orphans:
+            child = harness.runs.find(run_id)
+            if child is not None:
+                deliver(harness, child)
         return requeued
 
     if await anyio.to_thread.run_sync(work):

@@ -269,9 +269,7 @@ def http_app(server: Server[Any], *, host: str, http: HttpSettings) -> Any:
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-async def serve_http(
-    server: Server[Any], *, harness: Harness, host: str, port: int, http: HttpSettings
-) -> None:
+async def serve_http(server: Server[Any], *, harness: Harness, host: str, port: int, http: HttpSettings) -> None:
     """Serve Streamable HTTP until interrupted."""
     import uvicorn
 

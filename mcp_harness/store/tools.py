@@ -40,6 +40,19 @@ def _record(row: sqlite3.Row) -> ToolRecord:
     )
 
 
+_ENCODED: dict[int, tuple[ToolDocument, bytes]] = {}
+
+
+def _encoded(doc: ToolDocument) -> bytes:
+    """`doc.encode()`, memoized by document identity (callers pass the same builtin objects every time)."""
+    found = _ENCODED.get(id(doc))
+    if found is not None and found[0] is doc:
+        return found[1]
+    data = doc.encode()
+    _ENCODED[id(doc)] = (doc, data)
+    return data
+
+
 class ToolStore:
     """Tool document rows. Methods block; call them off the event loop."""
 
@@ -50,9 +63,10 @@ class ToolStore:
     def ensure_builtins(self, agent_id: str, documents: Iterable[ToolDocument]) -> None:
         """Upsert each builtin whose stored CID differs; `enabled` and `created_at` are left as they are.
 
-        Remembered per process, so the common case (nothing changed since the last call) costs no query.
+        Remembered per process, so the common case (nothing changed since the last call) costs no query; the
+        encodings themselves are memoized per document, since builtins change only with the host's runtimes.
         """
-        encoded = [(doc, doc.encode()) for doc in documents]
+        encoded = [(doc, _encoded(doc)) for doc in documents]
         wanted = frozenset((doc.name, cid_of_bytes(data)) for doc, data in encoded)
         if self._materialized.get(agent_id) == wanted:
             return

@@ -6,6 +6,7 @@ A builtin the agent is not granted is indistinguishable from a name that does no
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import cbor2
@@ -13,7 +14,7 @@ import cbor2
 from mcp_harness.grants import callable_set
 from mcp_harness.tools.base import VerbContext, VerbResult
 from mcp_harness.tools.contracts import CALLABLES, VERBS, VerbSpec, callable_alias, narrowed
-from mcp_harness.tools.documents import builtin_document, contract_markdown
+from mcp_harness.tools.documents import ToolDocument, builtin_document, contract_markdown
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness
@@ -32,9 +33,14 @@ def callable_spec(harness: Harness, name: str) -> VerbSpec:
     return narrowed(CALLABLES[name], harness.sandbox_runtimes())
 
 
+@functools.cache
+def builtin_documents(runtimes: tuple[str, ...]) -> tuple[ToolDocument, ...]:
+    """The builtin documents as a host offering `runtimes` serves them; the same objects every call."""
+    return tuple(builtin_document(narrowed(CALLABLES[name], runtimes)) for name in CALLABLES)
+
+
 def _documents(harness: Harness, agent: AgentRecord) -> list[ToolRecord]:
-    specs = [callable_spec(harness, name) for name in CALLABLES]
-    harness.tools.ensure_builtins(agent.id, [builtin_document(spec) for spec in specs])
+    harness.tools.ensure_builtins(agent.id, builtin_documents(harness.sandbox_runtimes()))
     return harness.tools.list(agent.id)
 
 

@@ -80,6 +80,14 @@ def title_of(spec: dict[str, Any], default: str = "Sub-session") -> str:
     return default
 
 
+def spawn_depth(harness: Harness, run: RunRecord) -> int:
+    """How deep `run` sits below whoever started its tree. A tree an MCP client started with `delegate` has the
+    client's turn as its (run-less) level 0, so its stored depths are one short; this adds the missing level."""
+    root = run if run.id == run.root_run_id else harness.runs.find(run.root_run_id)
+    client_started = root is not None and root.parent_run_id is None and root.parent_tool_call_id is not None
+    return run.depth + (1 if client_started else 0)
+
+
 def spawn_child(
     harness: Harness,
     *,
@@ -92,7 +100,7 @@ def spawn_child(
     """Create the child session (brief as its first message) and enqueue its run. Blocking; one transaction."""
     from mcp_harness.store._util import new_id
 
-    depth = (parent_run.depth if parent_run is not None else 0) + 1
+    depth = (spawn_depth(harness, parent_run) if parent_run is not None else 0) + 1
     if depth > MAX_DEPTH:
         raise BadRequest(f"Sub-session depth limit reached ({MAX_DEPTH}); finish the work here.")
     if parent_run is not None:
@@ -249,15 +257,18 @@ async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
         )
     )
     engine = harness.engine
+    harness.awaited_children.add(spawned.run_id)
     engine.wake()
-    if ctx.progress is not None:
-        await ctx.progress(f'Started child "{spawned.title}" (session {spawned.session_id}).')
     try:
+        if ctx.progress is not None:
+            await ctx.progress(f'Started child "{spawned.title}" (session {spawned.session_id}).')
         child = await _await_child(harness, spawned, ctx)
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
             await engine.cancel(spawned.run_id)
         raise
+    finally:
+        harness.awaited_children.discard(spawned.run_id)
     return render_result(result_of(child))
 
 
