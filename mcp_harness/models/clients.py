@@ -13,6 +13,7 @@ Hosted types get their pinned URL from the registry, never one from a request or
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
@@ -52,7 +53,7 @@ def client_for(
         if wire == "scripted":
             if provider.file is None:
                 return ScriptedClient(name=provider.name)
-            return ScriptedClient.from_file(provider.file, name=provider.name)
+            return _scripted_from_file(provider.file, provider.name)
         if wire == "sampling":
             return SamplingClient(sampler, name=provider.name)
         endpoint = harness.providers.endpoint(provider)
@@ -90,3 +91,19 @@ async def open_client(
     return await anyio.to_thread.run_sync(
         functools.partial(client_for, harness, provider_name, sampler=sampler, http=http)
     )
+
+
+_SCRIPTS: dict[tuple[str, str], tuple[tuple[int, int], ScriptedClient]] = {}
+
+
+def _scripted_from_file(path: Path, name: str) -> ScriptedClient:
+    """Scripts are read once per file version: every child run of a fan-out asks for the same one."""
+    st = path.stat() if path.exists() else None
+    stamp = (st.st_mtime_ns, st.st_size) if st is not None else (0, 0)
+    key = (str(path), name)
+    cached = _SCRIPTS.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    client = ScriptedClient.from_file(path, name=name)
+    _SCRIPTS[key] = (stamp, client)
+    return client

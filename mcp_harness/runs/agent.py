@@ -9,7 +9,6 @@ synthesized result, children that finished while nobody listened are delivered, 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -151,14 +150,14 @@ class AgentExecutor:
         run, agent = turn.run, turn.agent
         assert run.session_id is not None
         events = h.sessions.events(run.session_id)
-        messages = replay(events, pending_spawns=pending_spawns(h, run.session_id))
+        messages = replay(events, pending_spawns=pending_spawns(h, run.session_id, events))
         block = plan_state(h.sessions.get_plan(run.session_id))
         if block:
             messages.append(Message(role="user", content=block))
         tools = [ToolSpec(name=v.name, description=v.description, input_schema=v.input_schema) for v in VERBS.values()]
         if delegate_verb.spawn_depth(h, run) + 1 > delegate_verb.MAX_DEPTH:
             tools = [t for t in tools if t.name != "delegate"]
-        for name in promoted_callables(h, agent, run.session_id):
+        for name in promoted_callables(h, agent, run.session_id, events):
             spec = callable_spec(h, name)
             tools.append(ToolSpec(name=name, description=spec.description, input_schema=spec.input_schema))
         if isinstance(turn.spec.get("output"), dict) and not turn.delivered:
@@ -207,7 +206,9 @@ class AgentExecutor:
     def _record_reply(self, turn: Turn, response: ModelResponse) -> None:
         """The reply and its usage, in one trip off the loop (usage accumulates on the run, HARNESS §8)."""
         assert turn.run.session_id is not None
-        self.harness.runs.add_usage(turn.run.id, response.usage.to_json())
+        usage = response.usage.to_json()
+        if any(usage.values()):
+            self.harness.runs.add_usage(turn.run.id, usage)
         meta: dict[str, Any] = {
             "model": response.model or turn.agent.definition.model,
             "provider": turn.agent.definition.model_provider,
@@ -334,8 +335,9 @@ class AgentExecutor:
             owed.append({"kind": "typed-result"})
         plan = h.sessions.get_plan(run.session_id) or {}
         open_steps = [s["label"] for s in plan.get("steps", []) if s["status"] not in TERMINAL]
-        live_children = [c for c in h.runs.children(run.id) if c.status not in ("succeeded", "failed", "canceled")]
-        if open_steps and not live_children:
+        if open_steps and not any(
+            c.status in ("queued", "claimed", "running", "waiting") for c in h.runs.children(run.id)
+        ):
             owed.append({"kind": "plan", "steps": open_steps})
         return owed
 
@@ -348,7 +350,3 @@ class AgentExecutor:
         if turn.delivered:
             return Succeeded(turn.payload)
         return Succeeded({"text": turn.last_text})
-
-
-def tool_result_json(result: VerbResult) -> str:
-    return json.dumps(result.data, ensure_ascii=False)

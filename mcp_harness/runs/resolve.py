@@ -17,8 +17,11 @@ from mcp_harness.tools.delegate import result_of
 from mcp_harness.tools.plan import mark_done_by_runtime, settle
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from mcp_harness.harness import Harness
     from mcp_harness.store.runs import RunRecord
+    from mcp_harness.store.sessions import EventRecord
 
 logger = logging.getLogger(__name__)
 
@@ -30,20 +33,25 @@ LATE_NOTICE = (
 )
 
 
-def _unanswered_calls(harness: Harness, session_id: str) -> list[dict[str, Any]]:
-    """Non-user tool calls of the session without a result, in order."""
+def _unanswered_calls(
+    harness: Harness, session_id: str, events: Iterable[EventRecord] | None = None
+) -> list[dict[str, Any]]:
+    """Non-user tool calls of the session without a result, in order (from `events` when the caller has them)."""
+    if events is None:
+        with harness.db.reading() as conn:
+            rows = conn.execute(
+                "SELECT type, actor, event_cbor FROM session_events WHERE session_id = ? AND type IN "
+                "('tool_call', 'tool_result') ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        items = [(row["type"], row["actor"], cbor2.loads(row["event_cbor"])) for row in rows]
+    else:
+        items = [(e.type, e.actor, e.payload) for e in events if e.type in ("tool_call", "tool_result")]
     calls: dict[str, dict[str, Any]] = {}
-    with harness.db.reading() as conn:
-        rows = conn.execute(
-            "SELECT type, actor, event_cbor FROM session_events WHERE session_id = ? AND type IN "
-            "('tool_call', 'tool_result') ORDER BY seq",
-            (session_id,),
-        ).fetchall()
-    for row in rows:
-        payload = cbor2.loads(row["event_cbor"])
-        if row["type"] == "tool_call" and row["actor"] != "user":
+    for kind, actor, payload in items:
+        if kind == "tool_call" and actor != "user":
             calls[payload["id"]] = payload
-        elif row["type"] == "tool_result":
+        elif kind == "tool_result":
             calls.pop(payload.get("toolCallId", ""), None)
     return list(calls.values())
 
@@ -58,10 +66,10 @@ def _child_for(harness: Harness, session_id: str, call_id: str) -> RunRecord | N
     return None if row is None else harness.runs.find(row[0])
 
 
-def pending_spawns(harness: Harness, session_id: str) -> set[str]:
+def pending_spawns(harness: Harness, session_id: str, events: Iterable[EventRecord] | None = None) -> set[str]:
     """Delegate calls on the session whose child is still live."""
     pending: set[str] = set()
-    for call in _unanswered_calls(harness, session_id):
+    for call in _unanswered_calls(harness, session_id, events):
         if call.get("name") == "delegate":
             child = _child_for(harness, session_id, call["id"])
             if child is not None and child.status in LIVE:

@@ -59,6 +59,14 @@ class ToolStore:
     def __init__(self, db: Database) -> None:
         self.db = db
         self._materialized: dict[str, frozenset[tuple[str, str]]] = {}
+        # Every model turn lists the agent's tools (for the <space> index); decoded lists are kept until this
+        # store writes (`_generation`) or another process commits (`data_version`).
+        self._lists: dict[str, tuple[tuple[int, int], list[ToolRecord]]] = {}
+        self._generation = 0
+
+    def _changed(self) -> None:
+        self._generation += 1
+        self._lists.clear()
 
     def ensure_builtins(self, agent_id: str, documents: Iterable[ToolDocument]) -> None:
         """Upsert each builtin whose stored CID differs; `enabled` and `created_at` are left as they are.
@@ -88,6 +96,7 @@ class ToolStore:
                     "updated_at = excluded.updated_at",
                     (agent_id, doc.name, cid, data, ts, ts),
                 )
+                self._changed()
         self._materialized[agent_id] = wanted
 
     def get(self, agent_id: str, name: str) -> ToolRecord | None:
@@ -100,8 +109,14 @@ class ToolStore:
     def list(self, agent_id: str) -> list[ToolRecord]:
         """Every document of the agent, in name order."""
         with self.db.reading() as conn:
+            stamp = (self.db.data_version(), self._generation)
+            cached = self._lists.get(agent_id)
+            if cached is not None and cached[0] == stamp:
+                return list(cached[1])
             rows = conn.execute("SELECT * FROM tool_documents WHERE agent_id = ? ORDER BY name", (agent_id,)).fetchall()
-        return [_record(r) for r in rows]
+        records = [_record(r) for r in rows]
+        self._lists[agent_id] = (stamp, records)
+        return list(records)
 
     def save_lambda(self, agent_id: str, doc: ToolDocument) -> str:
         """Create or replace the agent's lambda of that name; returns its CID."""
@@ -116,6 +131,7 @@ class ToolStore:
                 "updated_at = excluded.updated_at",
                 (agent_id, doc.name, cid, data, ts, ts),
             )
+            self._changed()
         return cid
 
     def delete_lambda(self, agent_id: str, name: str) -> bool:
@@ -123,4 +139,5 @@ class ToolStore:
             cur = conn.execute(
                 "DELETE FROM tool_documents WHERE agent_id = ? AND name = ? AND kind = 'lambda'", (agent_id, name)
             )
+            self._changed()
         return cur.rowcount > 0

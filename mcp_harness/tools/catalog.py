@@ -17,8 +17,11 @@ from mcp_harness.tools.contracts import CALLABLES, VERBS, VerbSpec, callable_ali
 from mcp_harness.tools.documents import ToolDocument, builtin_document, contract_markdown
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from mcp_harness.harness import Harness
     from mcp_harness.store.agents import AgentRecord
+    from mcp_harness.store.sessions import EventRecord
     from mcp_harness.store.tools import ToolRecord
 
 AUTHORING_LINES = [
@@ -103,18 +106,24 @@ def read_tool(ctx: VerbContext, name: str, fmt: str) -> VerbResult:
     return VerbResult.of(data, listing["markdown"], fmt=fmt)
 
 
-def promoted_callables(harness: Harness, agent: AgentRecord, session_id: str) -> list[str]:
+def promoted_callables(
+    harness: Harness, agent: AgentRecord, session_id: str, events: Iterable[EventRecord] | None = None
+) -> list[str]:
     """Callables this session has touched (`read ~/tools/<n>` or `call <n>` by a non-user actor), intersected with
-    what the agent may call. Derived from the durable log, so it survives restarts (HARNESS §5)."""
+    what the agent may call. Derived from the durable log, so it survives restarts (HARNESS §5). A caller that
+    already holds the session's events passes them, saving the query."""
+    if events is None:
+        with harness.db.reading() as conn:
+            rows = conn.execute(
+                "SELECT event_cbor FROM session_events WHERE session_id = ? AND type = 'tool_call' AND actor <> 'user' "
+                "ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        calls = [cbor2.loads(row[0]) for row in rows]
+    else:
+        calls = [e.payload for e in events if e.type == "tool_call" and e.actor != "user"]
     touched: set[str] = set()
-    with harness.db.reading() as conn:
-        rows = conn.execute(
-            "SELECT event_cbor FROM session_events WHERE session_id = ? AND type = 'tool_call' AND actor <> 'user' "
-            "ORDER BY seq",
-            (session_id,),
-        ).fetchall()
-    for row in rows:
-        event = cbor2.loads(row[0])
+    for event in calls:
         arguments = event.get("input")
         if not isinstance(arguments, dict):
             continue
