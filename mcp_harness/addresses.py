@@ -27,7 +27,7 @@ AddressKind = Literal[
 ]
 
 SUPPORTED_READ_FORMS = (
-    "~/memory/<path>, ~/self, ~/tools/, ~/tools/<name>, thread:, thread:<id>, run:<id>, harness://plan "
+    "~/memory/<path>, ~/self, ~/tools/, ~/tools/<name>, thread:, thread:<id>, run:<id>, harness://plan, https://… "
     "(and the harness:// resource URIs)"
 )
 

@@ -114,6 +114,32 @@ class RunSettings(BaseModel):
     their parent run in one wave)."""
 
 
+class WebSettings(BaseModel):
+    """Outbound HTTP: web reads, `write` fromUrl downloads and `web_search` (DESIGN §6)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow_hosts: list[str] = Field(default_factory=list)
+    """Hosts (names as written in URLs, or IP literals) that may be fetched even though they are loopback, private,
+    link-local, CGNAT or metadata addresses. Everything else inside those ranges is refused."""
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    """Seconds to establish a connection."""
+    read_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    """Seconds without data before a fetch is given up."""
+    total_timeout_s: float = Field(default=120.0, gt=0, le=3600)
+    """Wall-clock limit of one fetch, redirects and body included."""
+    max_download_bytes: int = Field(default=50 * 1024 * 1024, ge=1024)
+    """Largest body `write ~/memory/<path> {fromUrl}` stores; a larger download is refused."""
+    max_page_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
+    """Largest body a `read https://…` downloads (the rest is cut, with a notice)."""
+    max_redirects: int = Field(default=5, ge=0, le=20)
+    """Redirect hops followed (each one re-checked)."""
+    searxng_url: str | None = None
+    """Base URL of a SearXNG instance with the JSON format enabled; unset, `web_search` is not offered."""
+    user_agent: str = "mcp-harness/0.1.0"
+    """User-Agent header of every outbound request."""
+
+
 class Settings(BaseModel):
     """All settings."""
 
@@ -126,6 +152,7 @@ class Settings(BaseModel):
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     runs: RunSettings = Field(default_factory=RunSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
 
 def default_data_dir() -> Path:

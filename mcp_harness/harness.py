@@ -31,7 +31,6 @@ from mcp_harness.tools import delegate as delegate_verb
 from mcp_harness.tools import plan as plan_verb
 from mcp_harness.tools import read as read_verb
 from mcp_harness.tools import write as write_verb
-from mcp_harness.tools._unsupported import not_in_this_build
 from mcp_harness.tools.base import Progress, VerbContext, VerbResult
 from mcp_harness.tools.contracts import VERBS, input_errors
 
@@ -42,19 +41,13 @@ if TYPE_CHECKING:
     from mcp_harness.sandbox import Sandbox
     from mcp_harness.store.runs import RunRecord, RunStore
     from mcp_harness.store.secrets import SecretStore
+    from mcp_harness.web.egress import Egress
 
 logger = logging.getLogger(__name__)
 
 LOCAL_ACCOUNT = "local"
 
 SyncVerb = Callable[[VerbContext, dict[str, Any]], VerbResult]
-
-
-def _not_yet(kind: str) -> SyncVerb:
-    def refuse(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
-        raise not_in_this_build(kind, "read, write, call and plan")
-
-    return refuse
 
 
 HANDLERS: dict[str, SyncVerb] = {
@@ -69,6 +62,25 @@ AsyncVerb = Callable[[VerbContext, dict[str, Any]], Awaitable[VerbResult]]
 ASYNC_HANDLERS: dict[str, AsyncVerb] = {"call": call_verb.call, "delegate": delegate_verb.delegate}
 UNLOGGED_VERBS = frozenset({"plan"})
 """Plan calls write no transcript events (HARNESS §1.1): the checklist is state, not conversation."""
+
+
+def _uses_network(verb: str, arguments: dict[str, Any]) -> bool:
+    """A `read` of an http(s) address or a `write` with `fromUrl`: sync verbs that wait on the network."""
+    if verb == "read":
+        address = arguments.get("address")
+        return isinstance(address, str) and address.strip().lower().startswith(("http://", "https://"))
+    options = arguments.get("options")
+    return verb == "write" and isinstance(options, dict) and "fromUrl" in options
+
+
+def _outcome(verb: str, call_id: str, result: VerbResult | None, error: HarnessError | None) -> dict[str, Any]:
+    outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
+    if error is not None:
+        outcome["error"] = error.message
+    else:
+        assert result is not None
+        outcome["output"] = result.data
+    return outcome
 
 
 def _call_id(actor: Actor) -> str:
@@ -93,6 +105,7 @@ class Harness:
         self._providers: ProviderRegistry | None = None
         self._runs: RunStore | None = None
         self._engine: RunEngine | None = None
+        self._web: Egress | None = None
         self._engine_users = 0
         self.awaited_children: set[str] = set()
         """Child runs an MCP client's delegate call in this process is waiting on (it writes their result)."""
@@ -230,9 +243,21 @@ class Harness:
         sandbox = self.sandbox
         return sandbox.runtimes if sandbox.available else ()
 
+    @property
+    def web(self) -> Egress:
+        """The guarded HTTP client every outbound fetch goes through (DESIGN §6)."""
+        if self._web is None:
+            from mcp_harness.web.egress import Egress
+
+            self._web = Egress(self.settings.web)
+        return self._web
+
     def offered_callables(self) -> frozenset[str]:
-        """Builtin callables this host can run. `search` and `web_search` arrive with their engines."""
-        return frozenset({"execute"}) if self.sandbox_runtimes() else frozenset()
+        """Builtin callables this host can run: `execute` with a sandbox, `web_search` with a SearXNG URL."""
+        offered = {"execute"} if self.sandbox_runtimes() else set()
+        if self.settings.web.searxng_url:
+            offered.add("web_search")
+        return frozenset(offered)
 
     def grants(self, definition: AgentDefinition) -> dict[str, Any]:
         """What the agent may do beyond the verbs: its callable tools and whether it may publish."""
@@ -255,6 +280,13 @@ class Harness:
         if ctx.session_id is None or verb in UNLOGGED_VERBS:
             return self._run_verb(ctx, verb, arguments)
         call_id = call_id or _call_id(ctx.actor)
+        if _uses_network(verb, arguments):
+            # A fetch may take seconds: it must not hold the database. The call is logged first, on its own.
+            call = {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
+            self.sessions.append(ctx.session_id, call, ctx.actor)
+            result, error = self._run_verb(ctx, verb, arguments)
+            self._answer_once(ctx.session_id, call_id, _outcome(verb, call_id, result, error), ctx.actor)
+            return result, error
         with self.db.transaction():
             result, error = self._run_verb(ctx, verb, arguments)
             outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}

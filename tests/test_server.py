@@ -54,7 +54,6 @@ async def test_every_verb_call_is_logged_with_actor_agent(client: Client, harnes
     [
         ("read", {"address": "hm://z6MkAccount/doc"}, "Hypermedia documents"),
         ("read", {"address": "ipfs://bafybeigdyrzt"}, "IPFS"),
-        ("read", {"address": "https://example.org/"}, "Web pages"),
         ("read", {"address": "activity:"}, "activity feed"),
         ("read", {"address": "attachment:" + "a" * 64}, "attachments"),
         ("read", {"address": "~/triggers/"}, "Triggers"),

@@ -11,7 +11,6 @@ _LATER: dict[str, str] = {
     "attachment": "Conversation attachments (attachment:<id>)",
     "ipfs": "IPFS (ipfs://)",
     "hm": "Hypermedia documents (hm://)",
-    "web": "Web pages (https://)",
     "tools": "Authored tools (~/tools/<name>)",
     "call": "The call verb (callable tools such as search, web_search and execute)",
     "delegate": "The delegate verb (child runs)",

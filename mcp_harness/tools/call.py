@@ -59,6 +59,12 @@ async def dispatch(ctx: VerbContext, name: str, tool_input: dict[str, Any]) -> V
         from mcp_harness.tools.execute import execute
 
         return await execute(ctx, tool_input)
+    base = ctx.harness.settings.web.searxng_url
+    if name == "web_search" and base:
+        from mcp_harness.web.search import web_search
+
+        data = await anyio.to_thread.run_sync(web_search, ctx.harness.web, base, tool_input)
+        return VerbResult.of(data, data["markdown"] or None)
     raise BadRequest(f"Tool {name} has no executor in this runtime.")
 
 

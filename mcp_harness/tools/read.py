@@ -39,8 +39,20 @@ def read(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
             return threads.read_thread(ctx, address.rest, fmt)
         case "run" if address.rest:
             return threads.read_run(ctx, address.rest, fmt)
+        case "web":
+            return read_web(ctx, address, options, fmt)
         case _:
             raise not_in_this_build(address.kind, SUPPORTED_READ_FORMS)
+
+
+def read_web(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: str) -> VerbResult:
+    """A public page as markdown through the guarded client (blocking: this runs on a worker thread)."""
+    from mcp_harness.web.reader import read_url
+
+    data = read_url(ctx.harness.web, address.rest, options, ctx.harness.settings.web.max_page_bytes)
+    if fmt == "json":
+        return VerbResult.of(data, fmt=fmt)
+    return VerbResult.of(data, data["markdown"] or None)
 
 
 def read_memory(ctx: VerbContext, address: Address, fmt: str) -> VerbResult:

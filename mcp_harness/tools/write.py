@@ -14,7 +14,7 @@ from mcp_harness.tools.contracts import CALLABLES
 from mcp_harness.tools.documents import LAMBDA_SHAPE, validate_lambda
 
 SUPPORTED_WRITE_FORMS = (
-    "~/memory/<path> (with content, or options {delete: true}), ~/tools/<name> (JSON content, or options "
+    "~/memory/<path> (with content, or options {delete: true} / {fromUrl}), ~/tools/<name> (JSON content, or options "
     "{tool} / {delete: true})"
 )
 MEMORY_OPTIONS = ("delete", "fromUrl", "fromAttachment")
@@ -77,6 +77,12 @@ def write_tool(ctx: VerbContext, name: str, content: object, options: dict[str, 
 
 def write_memory(ctx: VerbContext, rest: str, content: object, options: dict[str, Any]) -> VerbResult:
     refuse_unknown_options("write ~/memory", options, MEMORY_OPTIONS)
+    if "fromUrl" in options:
+        if content is not None or len(options) > 1:
+            raise BadRequest("write ~/memory with fromUrl takes no content and no other option.")
+        from mcp_harness.web.download import download_to_memory
+
+        return VerbResult.of(download_to_memory(ctx.harness, ctx.agent, rest, options["fromUrl"]))
     path = normalize_memory_path(rest)
     memory = ctx.harness.memory(ctx.agent)
     if "delete" in options:
@@ -86,12 +92,11 @@ def write_memory(ctx: VerbContext, rest: str, content: object, options: dict[str
             deleted = memory.delete(path)
             summary = f"Deleted {path}." if deleted else f"Nothing existed at {path}."
             return VerbResult.of({"summary": summary, "path": path, "deleted": deleted})
-    for key in ("fromUrl", "fromAttachment"):
-        if key in options:
-            raise BadRequest(
-                f"write ~/memory option {key} is not available in this build of mcp-harness. "
-                "Supported here: content, or options {delete: true}."
-            )
+    if "fromAttachment" in options:
+        raise BadRequest(
+            "write ~/memory option fromAttachment is not available in this build of mcp-harness. "
+            "Supported here: content, or options {delete: true} / {fromUrl}."
+        )
     if not isinstance(content, str):
         raise BadRequest(
             "write to ~/memory requires content (or options.delete / options.fromUrl / options.fromAttachment)."

@@ -1,0 +1,81 @@
+"""`write ~/memory/<path> {fromUrl}`: download through the guarded client into an agent's memory (HARNESS §3)."""
+
+from __future__ import annotations
+
+import mimetypes
+import re
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from mcp_harness.errors import BadRequest, Upstream
+from mcp_harness.space.paths import normalize_memory_path
+from mcp_harness.web.reader import ContentType
+
+if TYPE_CHECKING:
+    from mcp_harness.harness import Harness
+    from mcp_harness.store.agents import AgentRecord
+
+_PREFERRED_EXT = {
+    "text/plain": ".txt",
+    "text/html": ".html",
+    "text/markdown": ".md",
+    "text/csv": ".csv",
+    "application/json": ".json",
+    "application/pdf": ".pdf",
+    "image/jpeg": ".jpg",
+    "image/png": ".png",
+    "application/xml": ".xml",
+}
+_HAS_EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+
+
+def _file_name(url: str) -> str:
+    segment = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
+    name = unquote(segment).replace("\\", "-").replace("/", "-").replace("..", "-").strip()
+    name = name[:128]
+    return name if name and name not in (".", "-") else f"download-{int(time.time() * 1000)}"
+
+
+def _with_extension(path: str, mime: str) -> str:
+    if _HAS_EXT.search(path.rsplit("/", 1)[-1]) or not mime:
+        return path
+    ext = _PREFERRED_EXT.get(mime) or mimetypes.guess_extension(mime, strict=False)
+    return path + ext if ext else path
+
+
+def download_to_memory(harness: Harness, agent: AgentRecord, rest: str, from_url: object) -> dict[str, Any]:
+    """Fetch `from_url` (capped, timed, every hop checked) and store it atomically at the memory path.
+
+    An address naming a directory (`~/memory/` or one ending in `/`) stores under it by the URL's last path
+    segment; the memory root stores under `downloads/`.
+    """
+    if not isinstance(from_url, str) or not from_url.strip():
+        raise BadRequest("write ~/memory option fromUrl must be an http:// or https:// URL.")
+    url = from_url.strip()
+    directory = rest == "" or rest.endswith("/")
+    if directory:
+        base = normalize_memory_path(rest, allow_root=True) or "downloads"
+    else:
+        normalize_memory_path(rest)  # refuse a bad path before any network traffic
+        base = ""
+    limit = harness.settings.web.max_download_bytes
+    with harness.web.open(url) as response:
+        final = response.url
+        if response.status >= 400:
+            raise Upstream(f"Could not download {url}: HTTP {response.status}.")
+        body = response.read(limit, refuse_over=True)
+        header = response.content_type
+    mime = ContentType.parse(header).mime if header else ""
+    target = f"{base}/{_file_name(final)}" if directory else rest
+    path = normalize_memory_path(_with_extension(target, mime))
+    entry = harness.memory(agent).write_file(path, body.data)
+    kind = f", {mime}" if mime else ""
+    return {
+        "summary": f"Downloaded {final} to {path} ({entry.size} bytes{kind}).",
+        "path": path,
+        "size": entry.size,
+        "mimeType": entry.mime_type or mime or None,
+        "finalUrl": final,
+        "contentType": header or None,
+    }
