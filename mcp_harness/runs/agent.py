@@ -59,6 +59,8 @@ class Turn:
     payload: Any = None
     result_failures: int = 0
     last_text: str = ""
+    owed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """Obligations still open when a reply called no tools (computed with the reply's write: one trip)."""
 
 
 def effective_agent(harness: Harness, agent: AgentRecord, spec: dict[str, Any]) -> AgentRecord:
@@ -108,7 +110,7 @@ class AgentExecutor:
             outcome = await self._model_turns(turn, client)
             if outcome is not None:
                 return outcome
-            owed = await anyio.to_thread.run_sync(self._owed, turn)
+            owed = turn.owed
             if not owed:
                 return self._success(turn)
             if continuations < MAX_CONTINUATIONS:
@@ -183,7 +185,7 @@ class AgentExecutor:
                 response: ModelResponse = await client.complete(request)
             except ProviderError as exc:
                 return Failed(code=exc.code, message=exc.message, retryable=exc.retryable, http_status=exc.http_status)
-            await anyio.to_thread.run_sync(self._record_reply, turn, response)
+            await anyio.to_thread.run_sync(self._record_reply, turn, response)  # also computes `turn.owed`
             turn.last_text = response.text or turn.last_text
             if not response.tool_calls:
                 return None
@@ -216,6 +218,7 @@ class AgentExecutor:
         }
         event = {"type": "message", "role": "assistant", "content": response.text, "meta": meta}
         self.harness.sessions.append(turn.run.session_id, event, "agent")
+        turn.owed = [] if response.tool_calls else self._owed(turn)
 
     def _park_unless_answered(self, turn: Turn, call_ids: list[str]) -> bool:
         """Park on the children in one transaction with the check, so a child finishing right now is never lost."""

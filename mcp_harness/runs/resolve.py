@@ -152,9 +152,13 @@ def settle_plan_step(harness: Harness, child: RunRecord) -> None:
 
 async def on_finalized(harness: Harness, run: RunRecord) -> None:
     """Engine hook: a run reached a terminal status."""
+
+    def settle_and_deliver() -> str | None:
+        settle_plan_step(harness, run)
+        return deliver(harness, run)
+
     try:
-        await anyio.to_thread.run_sync(settle_plan_step, harness, run)
-        requeued = await anyio.to_thread.run_sync(deliver, harness, run)
+        requeued = await anyio.to_thread.run_sync(settle_and_deliver)
     except Exception:
         logger.exception("delivering the result of run %s failed; the boot reconciliation will retry", run.id)
         return

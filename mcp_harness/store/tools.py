@@ -40,17 +40,18 @@ def _record(row: sqlite3.Row) -> ToolRecord:
     )
 
 
-_ENCODED: dict[int, tuple[ToolDocument, bytes]] = {}
+_ENCODED: dict[int, tuple[ToolDocument, bytes, str]] = {}
 
 
-def _encoded(doc: ToolDocument) -> bytes:
-    """`doc.encode()`, memoized by document identity (callers pass the same builtin objects every time)."""
+def _encoded(doc: ToolDocument) -> tuple[bytes, str]:
+    """`doc.encode()` and its CID, memoized by document identity (callers pass the same builtin objects)."""
     found = _ENCODED.get(id(doc))
     if found is not None and found[0] is doc:
-        return found[1]
+        return found[1], found[2]
     data = doc.encode()
-    _ENCODED[id(doc)] = (doc, data)
-    return data
+    cid = cid_of_bytes(data)
+    _ENCODED[id(doc)] = (doc, data, cid)
+    return data, cid
 
 
 class ToolStore:
@@ -74,19 +75,17 @@ class ToolStore:
         Remembered per process, so the common case (nothing changed since the last call) costs no query; the
         encodings themselves are memoized per document, since builtins change only with the host's runtimes.
         """
-        encoded = [(doc, _encoded(doc)) for doc in documents]
-        wanted = frozenset((doc.name, cid_of_bytes(data)) for doc, data in encoded)
+        encoded = [(doc, *_encoded(doc)) for doc in documents]
+        wanted = frozenset((doc.name, cid) for doc, _, cid in encoded)
         if self._materialized.get(agent_id) == wanted:
             return
-        cids = dict(wanted)
         ts = now_ms()
         with self.db.transaction() as conn:
             stored = {
                 row["name"]: row["cid"]
                 for row in conn.execute("SELECT name, cid FROM tool_documents WHERE agent_id = ?", (agent_id,))
             }
-            for doc, data in encoded:
-                cid = cids[doc.name]
+            for doc, data, cid in encoded:
                 if stored.get(doc.name) == cid:
                     continue
                 conn.execute(
