@@ -17,7 +17,7 @@ import anyio.to_thread
 from mcp_harness.definition import AgentDefinition
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.models.wire import Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolSpec
-from mcp_harness.runs import Failed, Outcome, Parked, Succeeded
+from mcp_harness.runs import Canceled, Failed, Outcome, Parked, Succeeded
 from mcp_harness.runs.prompt import (
     MAX_CONTINUATIONS,
     continuation_prompt,
@@ -102,9 +102,12 @@ class AgentExecutor:
         if run.session_id is None or run.agent_id is None:
             return Failed(code="config-error", message="An agent run needs a session and an agent.")
         try:
-            turn, client = await anyio.to_thread.run_sync(self._prepare, run)
+            prepared = await anyio.to_thread.run_sync(self._prepare, run)
         except HarnessError as exc:
             return Failed(code="config-error", message=exc.message)
+        if prepared is None:
+            return Canceled()  # canceled between its claim and its start: nothing of it runs
+        turn, client = prepared
         continuations = 0
         while True:
             outcome = await self._model_turns(turn, client)
@@ -128,9 +131,11 @@ class AgentExecutor:
 
     # -- set-up -----------------------------------------------------------------------------------------------
 
-    def _prepare(self, run: RunRecord) -> tuple[Turn, Any]:
+    def _prepare(self, run: RunRecord) -> tuple[Turn, Any] | None:
         h = self.harness
         assert run.session_id is not None and run.agent_id is not None
+        if h.runs.get(run.id).status != "running":
+            return None
         spec = spec_of(h, run)
         agent = effective_agent(h, h.agents.get(run.agent_id), spec)
         prompt = agent.definition.system_prompt

@@ -169,7 +169,9 @@ class RunEngine:
                 break
             if run is None:
                 break
-            claimed.append(run)
+            # Marked running in the same trip as the claim: one hop per run fewer when many start at once.
+            running = self.store.mark_running(run.id)
+            claimed.append(running if running is not None else run)
             free[run.kind] -= 1
         return claimed
 
@@ -201,7 +203,9 @@ class RunEngine:
         """Execute the run inside its own cancel scope. None when the row stopped being ours before it started."""
         outcome: Outcome | None = None
         with slot.scope:
-            current = await anyio.to_thread.run_sync(self.store.mark_running, run.id)
+            current: RunRecord | None = run
+            if run.status != "running":
+                current = await anyio.to_thread.run_sync(self.store.mark_running, run.id)
             if current is None:
                 return None
             executor = self.executors.get(run.kind)
