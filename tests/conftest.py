@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from mcp import Client
@@ -55,6 +56,25 @@ async def refused(c: Client, verb: str, arguments: dict[str, Any]) -> dict[str, 
     assert set(error) == {"code", "status", "message"}
     assert result.content[0].text == error["message"]  # pyright: ignore[reportAttributeAccessIssue]
     return error
+
+
+@asynccontextmanager
+async def serving(
+    app: Any, *, lifespan: Literal["auto", "on", "off"] = "on", force_exit: bool = False
+) -> AsyncIterator[str]:
+    """Serve an ASGI app with uvicorn on a free loopback port for the block; yields its base URL."""
+    import anyio
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(10):
+            while not server.started:
+                await anyio.sleep(0.01)
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+        server.should_exit = True
+        server.force_exit = force_exit
 
 
 def text_of(result: Any) -> str:

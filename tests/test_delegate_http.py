@@ -13,7 +13,6 @@ from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from mcp import Client
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -24,7 +23,7 @@ from mcp_harness.config import load_settings
 from mcp_harness.definition import normalize_definition
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server
-from tests.conftest import call
+from tests.conftest import call, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -105,15 +104,8 @@ async def model_server() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
         ]
     )
     app.state.seen = []
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(10):
-            while not server.started:
-                await anyio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}", app.state.seen
-        server.should_exit = True
+    async with serving(app) as base:
+        yield base, app.state.seen
 
 
 async def test_openai_compatible_child_corrects_itself_and_delivers(

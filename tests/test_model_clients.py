@@ -14,7 +14,6 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -37,6 +36,7 @@ from mcp_harness.models.wire import (
     ToolSpec,
     Usage,
 )
+from tests.conftest import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -77,15 +77,9 @@ async def serve_fake() -> AsyncIterator[FakeAPI]:
         return api.replies.pop(0) if api.replies else JSONResponse({})
 
     app = Starlette(routes=[Route("/{path:path}", handle, methods=["GET", "POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(10):
-            while not server.started:
-                await anyio.sleep(0.01)
-        api.base = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    async with serving(app, lifespan="off") as base:
+        api.base = base
         yield api
-        server.should_exit = True
 
 
 @pytest.fixture

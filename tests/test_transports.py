@@ -13,7 +13,6 @@ from typing import Any
 import anyio
 import cbor2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -21,7 +20,7 @@ from mcp_harness.config import HttpSettings, TokenSettings, load_settings, token
 from mcp_harness.definition import normalize_definition
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server, http_app
-from tests.conftest import call, text_of
+from tests.conftest import call, serving, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -92,16 +91,8 @@ async def test_stdio_subprocess_serves_verbs_and_stdout_is_only_json_rpc(tmp_pat
 async def http_server(tmp_path: Path) -> AsyncIterator[tuple[str, Harness]]:
     harness = Harness(load_settings(data_dir=tmp_path))
     app = http_app(build_server(harness), host="127.0.0.1", http=HttpSettings(max_body_bytes=1 << 20))
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(10):
-            while not server.started:
-                await anyio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}", harness
-        server.should_exit = True
+    async with serving(app) as base:
+        yield base, harness
     harness.close()
 
 
@@ -203,16 +194,8 @@ async def token_server(tmp_path: Path) -> AsyncIterator[tuple[str, Harness]]:
         allowed_origins=["https://app.example"],
     )
     app = http_app(build_server(harness), host="127.0.0.1", http=http)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(10):
-            while not server.started:
-                await anyio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}", harness
-        server.should_exit = True
+    async with serving(app) as base:
+        yield base, harness
     harness.close()
 
 

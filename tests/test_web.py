@@ -23,7 +23,7 @@ from mcp_harness.errors import Forbidden, Upstream
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server
 from mcp_harness.web.egress import Egress, blocked_rule
-from tests.conftest import call, refused
+from tests.conftest import call, refused, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -94,16 +94,8 @@ ROUTES = [
 
 @pytest.fixture
 async def site() -> AsyncIterator[str]:
-    config = uvicorn.Config(Starlette(routes=ROUTES), host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(10):
-            while not server.started:
-                await anyio.sleep(0.01)
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-        server.should_exit = True
-        server.force_exit = True
+    async with serving(Starlette(routes=ROUTES), lifespan="off", force_exit=True) as base:
+        yield base
 
 
 def _harness(tmp_path: Path, **web: Any) -> Harness:
