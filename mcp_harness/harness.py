@@ -73,6 +73,10 @@ def _uses_network(verb: str, arguments: dict[str, Any]) -> bool:
     return verb == "write" and isinstance(options, dict) and "fromUrl" in options
 
 
+def _call(verb: str, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
+
+
 def _outcome(verb: str, call_id: str, result: VerbResult | None, error: HarnessError | None) -> dict[str, Any]:
     outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
     if error is not None:
@@ -282,21 +286,16 @@ class Harness:
         call_id = call_id or _call_id(ctx.actor)
         if _uses_network(verb, arguments):
             # A fetch may take seconds: it must not hold the database. The call is logged first, on its own.
-            call = {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
-            self.sessions.append(ctx.session_id, call, ctx.actor)
+            self.sessions.append(ctx.session_id, _call(verb, call_id, arguments), ctx.actor)
             result, error = self._run_verb(ctx, verb, arguments)
             self._answer_once(ctx.session_id, call_id, _outcome(verb, call_id, result, error), ctx.actor)
             return result, error
         with self.db.transaction():
             result, error = self._run_verb(ctx, verb, arguments)
-            outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
-            if error is not None:
-                outcome["error"] = error.message
-            else:
-                assert result is not None
-                outcome["output"] = result.data
-            call = {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
-            self.sessions.append_many(ctx.session_id, [(call, ctx.actor), (outcome, ctx.actor)])
+            outcome = _outcome(verb, call_id, result, error)
+            self.sessions.append_many(
+                ctx.session_id, [(_call(verb, call_id, arguments), ctx.actor), (outcome, ctx.actor)]
+            )
         return result, error
 
     async def invoke_async(
@@ -305,7 +304,7 @@ class Harness:
         """A long-running verb: its `tool_call` is committed before it starts, so a crash mid-call stays visible."""
         call_id = call_id or _call_id(ctx.actor)
         if ctx.session_id is not None:
-            call = {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
+            call = _call(verb, call_id, arguments)
             await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, call, ctx.actor)
         result: VerbResult | None = None
         error: HarnessError | None = None
@@ -320,12 +319,7 @@ class Harness:
             logger.exception("verb %s failed on disk", verb)
             error = HarnessError(f"{verb} failed: {exc.strerror or exc}.")
         if ctx.session_id is not None:
-            outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
-            if error is not None:
-                outcome["error"] = error.message
-            else:
-                assert result is not None
-                outcome["output"] = result.data
+            outcome = _outcome(verb, call_id, result, error)
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
         return result, error
