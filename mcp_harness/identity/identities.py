@@ -11,13 +11,11 @@ Functions here block (SQLite, the key file); call them off the event loop.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcp_harness.errors import BadRequest, Conflict, NotFound, StorageError
-from mcp_harness.identity.keys import SEED_BYTES, KeyPair
+from mcp_harness.identity.keys import SEED_BYTES, KeyPair, decode_key_text
 from mcp_harness.store.secrets import SecretRecord
 
 if TYPE_CHECKING:
@@ -67,18 +65,10 @@ def parse_seed(data: bytes) -> bytes:
     if len(data) == SEED_BYTES:
         return bytes(data)  # hex is 64 characters and base64 43 or 44, so 32 bytes can only be raw
     try:
-        text = data.decode("ascii").strip()
+        text = data.decode("ascii")
     except UnicodeDecodeError:
         text = ""
-    if len(text) == 2 * SEED_BYTES:
-        try:
-            return bytes.fromhex(text)
-        except ValueError:
-            pass
-    try:
-        decoded = base64.b64decode(text.replace("-", "+").replace("_", "/") + "=" * (-len(text) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        decoded = b""
+    decoded = decode_key_text(text, SEED_BYTES) or b""
     if len(decoded) != SEED_BYTES:
         raise BadRequest(
             f"A signing seed must be exactly {SEED_BYTES} bytes: give 64 hex characters, base64 of {SEED_BYTES} "

@@ -7,6 +7,8 @@ An account id is the multibase base58btc form of the principal bytes `0xed 0x01 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import secrets
 from dataclasses import dataclass
 
@@ -114,3 +116,21 @@ def verify(public_key: bytes, data: bytes, signature: bytes) -> bool:
 
 
 __all__ = ["KeyPair", "account_id", "public_key_of", "verify"]
+
+
+def decode_key_text(text: str, size: int) -> bytes | None:
+    """`size` bytes given as hex (2·size characters) or as base64, standard or URL-safe, padded or not; else None.
+
+    Seeds and the master key are both typed or pasted by people, in whichever form their tool printed.
+    """
+    value = text.strip()
+    if len(value) == 2 * size:
+        try:
+            return bytes.fromhex(value)
+        except ValueError:
+            pass  # 2·size characters may still be base64 of something else
+    try:
+        decoded = base64.b64decode(value.replace("-", "+").replace("_", "/") + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return decoded if len(decoded) == size else None

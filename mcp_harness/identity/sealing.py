@@ -13,8 +13,6 @@ Key bytes and plaintexts are never logged, never put in an error message, and ne
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import os
 import secrets
@@ -26,6 +24,7 @@ import nacl.exceptions
 import nacl.secret
 
 from mcp_harness.errors import BadRequest, StorageError
+from mcp_harness.identity.keys import decode_key_text
 
 logger = logging.getLogger(__name__)
 
@@ -81,15 +80,7 @@ def parse_master_key(text: str) -> bytes:
         BadRequest: the text is neither 64 hex characters nor base64 of exactly 32 bytes.
     """
     value = text.strip()
-    if len(value) == 2 * KEY_BYTES:
-        try:
-            return bytes.fromhex(value)
-        except ValueError:
-            pass  # 64 characters may still be base64 of something else; that is refused below
-    try:
-        decoded = base64.b64decode(value.replace("-", "+").replace("_", "/") + "=" * (-len(value) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        decoded = b""
+    decoded = decode_key_text(value, KEY_BYTES) or b""
     if len(decoded) != KEY_BYTES:
         raise BadRequest(
             f"{MASTER_KEY_ENV} is not a master key ({len(value)} characters). Accepted: {_ACCEPTED_FORMS}. "
