@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import nacl.exceptions
 import nacl.signing
@@ -36,10 +36,13 @@ class KeyPair:
     """The 32-byte private seed (RFC 8032 secret key)."""
     public_key: bytes
     """The 32-byte public key derived from the seed."""
+    _signing_key: nacl.signing.SigningKey = field(init=False, compare=False)
+    """Expanded once: building it costs as much as a signature, and a publish signs several blobs."""
 
     def __post_init__(self) -> None:
         if len(self.seed) != SEED_BYTES or len(self.public_key) != PUBLIC_KEY_BYTES:
             raise BadRequest(f"A key pair needs a {SEED_BYTES}-byte seed and a {PUBLIC_KEY_BYTES}-byte public key.")
+        object.__setattr__(self, "_signing_key", nacl.signing.SigningKey(self.seed))
 
     @classmethod
     def generate(cls) -> KeyPair:
@@ -59,7 +62,7 @@ class KeyPair:
 
     def sign(self, data: bytes) -> bytes:
         """The 64-byte Ed25519 signature of `data` (the raw bytes, no pre-hashing, as Seed signs blobs)."""
-        return nacl.signing.SigningKey(self.seed).sign(data).signature
+        return self._signing_key.sign(data).signature
 
     @property
     def account_id(self) -> str:
