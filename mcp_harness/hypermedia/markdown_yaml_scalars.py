@@ -1,0 +1,235 @@
+"""Scalars and flow collections for the frontmatter YAML reader (`markdown_yaml`): core-schema resolution,
+quoted scalars with their escapes and line folding, block-scalar folding, and `[…]` / `{…}` on one logical line.
+
+Split from the block-structure reader so each stays readable; see `markdown_yaml` for why we read YAML ourselves.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from mcp_harness.hypermedia.markdown_jsutil import to_js_string
+
+
+class YamlError(ValueError):
+    """Text this reader does not accept (malformed, or a YAML feature outside the frontmatter subset)."""
+
+
+_INT = re.compile(r"[-+]?[0-9]+\Z")
+_OCT = re.compile(r"0o[0-7]+\Z")
+_HEX = re.compile(r"0x[0-9a-fA-F]+\Z")
+_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+\Z|[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)\Z")
+_INF = re.compile(r"[-+]?\.(?:inf|Inf|INF)\Z")
+_NAN = re.compile(r"\.(?:nan|NaN|NAN)\Z")
+_NULL = re.compile(r"(?:~|[Nn]ull|NULL)?\Z")
+_BOOL = re.compile(r"(?:[Tt]rue|TRUE|[Ff]alse|FALSE)\Z")
+_ESCAPES = {
+    "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r",
+    "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0", "L": "\u2028", "P": "\u2029",
+}  # fmt: skip
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+
+
+def resolve_plain(s: str) -> Any:
+    """The core-schema value of a plain scalar."""
+    if _NULL.match(s):
+        return None
+    if _BOOL.match(s):
+        return s[0] in "tT"
+    if _OCT.match(s):
+        return int(s[2:], 8)
+    if _HEX.match(s):
+        return int(s[2:], 16)
+    if _INT.match(s):
+        return int(s)
+    if _FLOAT.match(s):
+        return float(s)
+    if _INF.match(s):
+        return -math.inf if s[0] == "-" else math.inf
+    if _NAN.match(s):
+        return math.nan
+    return s
+
+
+def key_string(key: Any) -> str:
+    # A JS object key: the `yaml` package stringifies non-string keys, null becoming "".
+    return "" if key is None else to_js_string(key)
+
+
+def strip_comment(text: str) -> str:
+    m = re.search(r"[ \t]#", text)
+    return (text[: m.start()] if m else text).rstrip(" \t")
+
+
+def unsupported(text: str) -> None:
+    if text[:1] in ("&", "*", "!", "%", "@", "`"):
+        raise YamlError(f"unsupported YAML syntax: {text[:20]!r}")
+
+
+def fold_block(lines: list[str]) -> str:
+    out = ""
+    prev: str | None = None
+    empties = 0
+    for line in lines:
+        if line == "":
+            empties += 1
+            continue
+        if prev is None:
+            out += "\n" * empties
+        else:
+            normal = not prev.startswith((" ", "\t")) and not line.startswith((" ", "\t"))
+            out += ("\n" * empties or " ") if normal else "\n" * (empties + 1)
+        out += line
+        prev = line
+        empties = 0
+    return out
+
+
+def quoted_end(text: str) -> int:
+    """Index just past the closing quote of the quoted scalar `text` starts with, or -1."""
+    quote = text[0]
+    i = 1
+    while i < len(text):
+        c = text[i]
+        if quote == '"' and c == "\\":
+            i += 2
+            continue
+        if c == quote:
+            if quote == "'" and text[i + 1 : i + 2] == "'":
+                i += 2
+                continue
+            return i + 1
+        i += 1
+    return -1
+
+
+def unquote_line(quoted: str) -> str:
+    """The value of a complete quoted scalar, possibly spanning lines (flow folding applies)."""
+    quote, body = quoted[0], quoted[1:-1]
+    out: list[str] = []
+    protected = 0  # output up to here came from escapes, so line folding must not trim it
+    lines = body.split("\n")
+    for idx, line in enumerate(lines):
+        if idx > 0:
+            line = line.lstrip(" \t")
+        if idx > 0 and line == "" and idx < len(lines) - 1:
+            out.append("\n")
+            protected = len("".join(out))
+            continue
+        k = 0
+        escaped_break = False
+        while k < len(line):
+            c = line[k]
+            if quote == "'" and c == "'":
+                out.append("'")
+                k += 2
+            elif quote == '"' and c == "\\":
+                if k + 1 >= len(line):
+                    escaped_break = True
+                    protected = len("".join(out))
+                    k += 1
+                    continue
+                e = line[k + 1]
+                if e in _ESCAPES:
+                    out.append(_ESCAPES[e])
+                    k += 2
+                elif e in _HEX_ESCAPES:
+                    width = _HEX_ESCAPES[e]
+                    digits = line[k + 2 : k + 2 + width]
+                    if len(digits) != width or not re.fullmatch(r"[0-9a-fA-F]+", digits):
+                        raise YamlError(f"bad escape \\{e}{digits}")
+                    out.append(chr(int(digits, 16)))
+                    k += 2 + width
+                else:
+                    raise YamlError(f"bad escape \\{e}")
+                protected = len("".join(out))
+            else:
+                out.append(c)
+                k += 1
+        if idx < len(lines) - 1:
+            text = "".join(out)
+            kept = text[:protected] + text[protected:].rstrip(" \t")
+            out = [kept]
+            # A break folds to a space unless blank lines follow (each becomes a newline) or it was escaped.
+            next_blank = idx + 1 < len(lines) - 1 and lines[idx + 1].strip(" \t") == ""
+            if not escaped_break and not next_blank:
+                out.append(" ")
+            protected = len(kept)
+    return "".join(out)
+
+
+def flow_end(text: str) -> int:
+    """Index just past the flow collection `text` starts with, or -1 while it is still open."""
+    depth = 0
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c in ('"', "'"):
+            end = quoted_end(text[i:])
+            if end == -1:
+                return -1
+            i += end
+            continue
+        if c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
+class FlowReader:
+    """`[a, "b", {c: d}]` and `{a: 1, b}` on one logical line."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _ws(self, i: int) -> int:
+        while i < len(self.text) and self.text[i] in " \t\n":
+            i += 1
+        return i
+
+    def value(self, i: int) -> tuple[Any, int]:
+        i = self._ws(i)
+        c = self.text[i : i + 1]
+        if c == "[":
+            return self._collection(i + 1, "]")
+        if c == "{":
+            return self._collection(i + 1, "}")
+        if c in ('"', "'"):
+            end = quoted_end(self.text[i:])
+            if end == -1:
+                raise YamlError("unterminated quoted scalar")
+            return unquote_line(self.text[i : i + end]), i + end
+        m = re.compile(r"(?:[^,\[\]{}:#]|:(?![ \t,\[\]{}]|\Z)|(?<![ \t])#)*").match(self.text, i)
+        assert m is not None
+        raw = m[0].strip(" \t")
+        unsupported(raw)
+        return resolve_plain(raw), m.end()
+
+    def _collection(self, i: int, close: str) -> tuple[Any, int]:
+        items: list[Any] = []
+        pairs: dict[str, Any] = {}
+        while True:
+            i = self._ws(i)
+            if self.text[i : i + 1] == close:
+                return (items if close == "]" else pairs), i + 1
+            key, i = self.value(i)
+            i = self._ws(i)
+            value: Any = None
+            is_pair = self.text[i : i + 1] == ":"
+            if is_pair:
+                value, i = self.value(i + 1)
+                i = self._ws(i)
+            if close == "]":
+                items.append({key_string(key): value} if is_pair else key)
+            else:
+                pairs[key_string(key)] = value
+            if self.text[i : i + 1] == ",":
+                i += 1
+            elif self.text[i : i + 1] != close:
+                raise YamlError("expected , or a closing bracket in a flow collection")
