@@ -27,7 +27,8 @@ AddressKind = Literal[
 ]
 
 SUPPORTED_READ_FORMS = (
-    "~/memory/<path>, ~/self, ~/tools/, ~/tools/<name>, thread:, thread:<id>, run:<id>, harness://plan, https://… "
+    "~/memory/<path>, ~/self, ~/tools/, ~/tools/<name>, thread:, thread:<id>, run:<id>, harness://plan, "
+    "hm://<account>/<path>[?v=…][#block] (views /:directory, /:attributes, /:profile, /:comments), https://… "
     "(and the harness:// resource URIs)"
 )
 

@@ -47,12 +47,15 @@ class AgentDefinition:
     signing_key: str | None = None
     signing_keys: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=lambda: {})
+    prompt_blocks: tuple[dict[str, Any], ...] = ()
+    """The system prompt as the stored Seed block tree (`HMBlockNode[]`); `system_prompt` is its markdown."""
 
     def to_json(self) -> dict[str, Any]:
-        """The wire form, with the reference field names; empty optionals omitted."""
+        """The wire form, with the reference field names; empty optionals omitted. The prompt is the block tree
+        (the stored form, HARNESS §2) when there is one."""
         out: dict[str, Any] = {
             "name": self.name,
-            "systemPrompt": self.system_prompt,
+            "systemPrompt": list(self.prompt_blocks) if self.prompt_blocks else self.system_prompt,
             "modelProvider": self.model_provider,
             "model": self.model,
         }
@@ -154,32 +157,38 @@ def _metadata(value: object) -> dict[str, Any]:
     return meta
 
 
-def _prompt(value: object) -> str:
+def _prompt(value: object) -> tuple[str, tuple[dict[str, Any], ...]]:
+    """The prompt's markdown and block tree (HARNESS §2): a string is parsed as Seed markdown into blocks, a block
+    array is checked node by node; either way the markdown is the blocks rendered back, without the empty
+    frontmatter and id markers, trimmed."""
+    from mcp_harness.hypermedia.blocks import tree_from_json, tree_to_json
+    from mcp_harness.hypermedia.markdown import parse_markdown, render_markdown
+
     if isinstance(value, list):
-        # A block tree (the reference's stored form): keep the text of each block, depth first.
-        lines: list[str] = []
-        _flatten_blocks(value, lines)  # pyright: ignore[reportUnknownArgumentType]
-        value = "\n\n".join(lines)
-    return _bounded(value, "System prompt", MAX_PROMPT_BYTES)
+        _check_blocks(value, "System prompt")  # pyright: ignore[reportUnknownArgumentType]
+        tree = tree_from_json(value)  # pyright: ignore[reportUnknownArgumentType]
+    else:
+        tree = parse_markdown(_bounded(value, "System prompt", MAX_PROMPT_BYTES)).tree
+    markdown = render_markdown(tree, None, block_ids=False, frontmatter=False)
+    return _bounded(markdown, "System prompt", MAX_PROMPT_BYTES), tuple(tree_to_json(tree))
 
 
-def _flatten_blocks(nodes: list[Any], out: list[str]) -> None:
+def _check_blocks(nodes: list[Any], label: str) -> None:
     for node in nodes:
         block = node.get("block") if isinstance(node, dict) else None
         if (
             not isinstance(block, dict)
             or not isinstance(block.get("id"), str)
+            or not block.get("id")
             or not isinstance(block.get("type"), str)
+            or not block.get("type")
         ):  # pyright: ignore[reportUnknownMemberType]
-            raise BadRequest("System prompt blocks are invalid: each needs {block: {id, type, text?}, children?}.")
-        text = block.get("text")  # pyright: ignore[reportUnknownMemberType]
-        if isinstance(text, str) and text:
-            out.append(text)
+            raise BadRequest(f"{label} blocks are invalid: each needs {{block: {{id, type, text?}}, children?}}.")
         children = node.get("children")  # pyright: ignore[reportUnknownMemberType, reportOptionalMemberAccess]
         if children is not None:
             if not isinstance(children, list):
-                raise BadRequest("System prompt block children are invalid: children must be a list.")
-            _flatten_blocks(children, out)  # pyright: ignore[reportUnknownArgumentType]
+                raise BadRequest(f"{label} block children are invalid: children must be a list.")
+            _check_blocks(children, label)  # pyright: ignore[reportUnknownArgumentType]
 
 
 def normalize_definition(raw: object, *, provider_type: str | None = None) -> AgentDefinition:
@@ -217,9 +226,11 @@ def normalize_definition(raw: object, *, provider_type: str | None = None) -> Ag
         _bounded(k, "Signing key", MAX_NAME_BYTES)
         for k in (signing_keys_raw or [])  # pyright: ignore[reportUnknownVariableType]
     )
+    prompt_markdown, prompt_blocks = _prompt(data.get("systemPrompt"))
     return AgentDefinition(
         name=_bounded(data.get("name"), "Name", MAX_NAME_BYTES),
-        system_prompt=_prompt(data.get("systemPrompt")),
+        system_prompt=prompt_markdown,
+        prompt_blocks=prompt_blocks,
         model_provider=model_provider,
         model=model,
         reasoning_level=level,

@@ -35,6 +35,7 @@ from mcp_harness.tools.base import Progress, VerbContext, VerbResult
 from mcp_harness.tools.contracts import VERBS, input_errors
 
 if TYPE_CHECKING:
+    from mcp_harness.hypermedia.node import Node
     from mcp_harness.models.providers import ProviderRegistry
     from mcp_harness.models.wire import Sampler
     from mcp_harness.runs.engine import RunEngine
@@ -110,6 +111,7 @@ class Harness:
         self._runs: RunStore | None = None
         self._engine: RunEngine | None = None
         self._web: Egress | None = None
+        self._hypermedia: Node | None = None
         self._engine_users = 0
         self.awaited_children: set[str] = set()
         """Child runs an MCP client's delegate call in this process is waiting on (it writes their result)."""
@@ -255,6 +257,15 @@ class Harness:
 
             self._web = Egress(self.settings.web)
         return self._web
+
+    @property
+    def hypermedia(self) -> Node:
+        """The embedded hypermedia node (signed documents, comments, profiles) in this database."""
+        if self._hypermedia is None:
+            from mcp_harness.hypermedia.node import Node
+
+            self._hypermedia = Node(self.db)
+        return self._hypermedia
 
     def offered_callables(self) -> frozenset[str]:
         """Builtin callables this host can run: `execute` with a sandbox, `web_search` with a SearXNG URL."""

@@ -94,13 +94,39 @@ def test_definition_limits() -> None:
     assert normalize_definition({**BASE, "systemPrompt": blocks}).system_prompt == "Hello"
 
 
+def test_the_system_prompt_is_stored_as_a_block_tree_and_used_as_markdown() -> None:
+    prompt = "# Role\n\nYou review **pull requests**.\n\n- be brief\n- cite lines\n"
+    definition = normalize_definition({**BASE, "systemPrompt": prompt})
+    stored = definition.to_json()["systemPrompt"]
+    assert isinstance(stored, list) and stored[0]["block"]["type"] == "Heading"
+    assert [c["block"]["text"] for c in stored[0]["children"][0]["children"]] == ["be brief", "cite lines"]
+    # What the model and ~/self see is the tree rendered back: no frontmatter, no id markers.
+    assert definition.system_prompt == "# Role\n\nYou review **pull requests**.\n  - be brief\n  - cite lines"
+    again = normalize_definition(definition.to_json())
+    assert again == definition and again.to_json()["systemPrompt"] == stored  # block ids survive reloads
+    for bad, message in (
+        ([{"block": {"id": "", "type": "Paragraph"}}], "System prompt blocks are invalid"),
+        ([{"block": {"id": "a", "type": "Paragraph"}, "children": "x"}], "block children are invalid"),
+        ([{"block": {"id": "a", "type": "Paragraph", "text": ""}}], "System prompt is required"),
+    ):
+        with pytest.raises(BadRequest) as info:
+            normalize_definition({**BASE, "systemPrompt": bad})
+        assert message in info.value.message
+
+
 def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
     db = Database(tmp_path / "h.db")
     db.close()
     db = Database(tmp_path / "h.db")
     with db.reading() as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM _harness_migrations")]
-        assert names == ["m001_initial", "m002_tool_documents", "m003_secrets", "m004_providers"]
+        assert names == [
+            "m001_initial",
+            "m002_tool_documents",
+            "m003_secrets",
+            "m004_providers",
+            "m005_hypermedia",
+        ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     db.close()

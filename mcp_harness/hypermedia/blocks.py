@@ -14,7 +14,7 @@ offsets are a latent bug we do not copy).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +62,7 @@ class BlockNode:
     children: tuple[BlockNode, ...] = ()
 
 
-def walk(tree: tuple[BlockNode, ...] | list[BlockNode]) -> Iterator[tuple[str, BlockNode]]:
+def walk(tree: Sequence[BlockNode]) -> Iterator[tuple[str, BlockNode]]:
     """Every node of a tree in document order, with its parent's block id (`""` at the root)."""
     stack: list[tuple[str, BlockNode]] = [("", node) for node in reversed(tree)]
     while stack:
@@ -97,7 +97,7 @@ def block_to_json(block: Block) -> dict[str, Any]:
     return out
 
 
-def tree_to_json(tree: tuple[BlockNode, ...] | list[BlockNode]) -> list[dict[str, Any]]:
+def tree_to_json(tree: Sequence[BlockNode]) -> list[dict[str, Any]]:
     """The API shape of a tree (`HMBlockNode[]`); `children` only on nodes that have some, as the JS client does."""
     out: list[dict[str, Any]] = []
     for node in tree:

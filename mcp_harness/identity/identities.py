@@ -108,8 +108,27 @@ def _store(harness: Harness, pair: KeyPair, label: str | None, origin: dict[str,
 
 
 def create_identity(harness: Harness, label: str | None = None) -> Identity:
-    """Generate a fresh Ed25519 key and store its seed sealed. Publishes nothing (yet)."""
-    return _store(harness, KeyPair.generate(), label, {"generatedBy": "mcp-harness"})
+    """Generate a fresh Ed25519 key, store its seed sealed, and publish its profile and home document.
+
+    One transaction: an identity is never stored without its profile, nor a profile left for a key that was not kept.
+    """
+    pair = KeyPair.generate()
+    with harness.db.transaction():
+        identity = _store(harness, pair, label, {"generatedBy": "mcp-harness"})
+        _publish_account(harness, pair, identity.label)
+    return identity
+
+
+HOME_DOCUMENT = "This is an agentic account."
+"""The reference's home-document body for a new signing identity (HARNESS §14)."""
+
+
+def _publish_account(harness: Harness, pair: KeyPair, name: str) -> None:
+    from mcp_harness.hypermedia.markdown import document_operations, metadata_operations, parse_markdown
+
+    node = harness.hypermedia
+    ops = metadata_operations({"name": name}) + document_operations(parse_markdown(HOME_DOCUMENT).tree)
+    node.publish([node.profile_blob(pair, name), *node.create(pair, pair.account_id, "", ops)])
 
 
 def import_identity(harness: Harness, seed: bytes, label: str | None = None) -> Identity:
@@ -141,7 +160,8 @@ def _resolve(harness: Harness, name_or_account: str) -> SecretRecord:
 
 
 def update_identity(harness: Harness, name_or_account: str, label: str | None) -> Identity:
-    """Change an identity's label; the account id in its metadata is re-derived from the seed, as the reference does.
+    """Change an identity's label and republish its profile under it; the account id in its metadata is re-derived
+    from the seed, as the reference does.
 
     Raises:
         NotFound: no such identity.
@@ -150,7 +170,11 @@ def update_identity(harness: Harness, name_or_account: str, label: str | None) -
     pair = load_keypair(harness, record.name)
     metadata = {**record.metadata, "kind": IDENTITY_KIND, "accountId": pair.account_id}
     metadata["label"] = _label(label, pair.account_id)
-    return _identity(harness.secrets.update_metadata(harness.account_id, record.name, metadata))
+    with harness.db.transaction():
+        updated = _identity(harness.secrets.update_metadata(harness.account_id, record.name, metadata))
+        node = harness.hypermedia
+        node.publish([node.profile_blob(pair, updated.label)])
+    return updated
 
 
 def delete_identity(harness: Harness, name_or_account: str) -> bool:

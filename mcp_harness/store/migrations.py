@@ -199,6 +199,75 @@ def m004_providers(conn: sqlite3.Connection) -> None:
     )
 
 
+
+@migration
+def m005_hypermedia(conn: sqlite3.Connection) -> None:
+    # The embedded hypermedia node: every verified blob keyed by CID (the bytes are the truth), plus index tables
+    # derived from them on ingest so a read never decodes more than the document it wants. Blobs are account-wide
+    # public data, not per agent: anything here could be published to a Seed network as is.
+    _execute_all(
+        conn,
+        """
+        CREATE TABLE hm_blobs (
+            cid TEXT PRIMARY KEY,
+            type TEXT NOT NULL,
+            author TEXT NOT NULL,
+            ts INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            received_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX hm_blobs_by_type ON hm_blobs(type, author, ts);
+
+        CREATE TABLE hm_changes (
+            cid TEXT PRIMARY KEY,
+            genesis TEXT,
+            author TEXT NOT NULL,
+            ts INTEGER NOT NULL,
+            depth INTEGER NOT NULL,
+            deps TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX hm_changes_by_genesis ON hm_changes(genesis);
+
+        CREATE TABLE hm_refs (
+            cid TEXT PRIMARY KEY,
+            space TEXT NOT NULL,
+            path TEXT NOT NULL,
+            author TEXT NOT NULL,
+            genesis TEXT,
+            heads TEXT NOT NULL,
+            generation INTEGER NOT NULL,
+            ts INTEGER NOT NULL,
+            redirect_space TEXT,
+            redirect_path TEXT
+        ) WITHOUT ROWID;
+        CREATE INDEX hm_refs_by_resource ON hm_refs(space, path, generation, ts);
+
+        CREATE TABLE hm_comments (
+            cid TEXT PRIMARY KEY,
+            tsid TEXT NOT NULL,
+            author TEXT NOT NULL,
+            space TEXT NOT NULL,
+            path TEXT NOT NULL,
+            thread_root TEXT,
+            reply_parent TEXT,
+            ts INTEGER NOT NULL,
+            deleted INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX hm_comments_by_id ON hm_comments(author, tsid, ts);
+        CREATE INDEX hm_comments_by_target ON hm_comments(space, path, ts);
+
+        CREATE TABLE hm_capabilities (
+            cid TEXT PRIMARY KEY,
+            space TEXT NOT NULL,
+            delegate TEXT NOT NULL,
+            path TEXT NOT NULL,
+            role TEXT NOT NULL,
+            ts INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX hm_capabilities_by_delegate ON hm_capabilities(delegate, space);
+        """,
+    )
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

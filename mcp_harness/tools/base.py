@@ -71,4 +71,12 @@ def refuse_unknown_options(form: str, options: dict[str, Any], allowed: tuple[st
     plural = "s" if len(unknown) > 1 else ""
     supported = ", ".join(allowed) or "(none)"
     message = f"{form} does not understand option{plural} {keys}. Supported options: {supported}."
-    raise BadRequest(f"{message} {hint}".strip())
+    retired = " ".join(RETIRED_OPTION_HINTS[k] for k in unknown if k in RETIRED_OPTION_HINTS)
+    raise BadRequest(" ".join(part for part in (message, retired, hint) if part))
+
+
+RETIRED_OPTION_HINTS = {
+    "title": "A document has no separate title — its name lives in metadata.name; pass {name} (or metadata: {name}).",
+    "dryRun": "dryRun is a top-level field on the write call itself, next to address and content.",
+}
+"""Spellings that used to work or that models reach for, each with the fix (HARNESS §12)."""

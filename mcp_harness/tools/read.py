@@ -39,6 +39,10 @@ def read(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
             return threads.read_thread(ctx, address.rest, fmt)
         case "run" if address.rest:
             return threads.read_run(ctx, address.rest, fmt)
+        case "hm":
+            from mcp_harness.tools.hm_read import read_hm
+
+            return read_hm(ctx, address.rest, fmt)
         case "web":
             return read_web(ctx, address, options, fmt)
         case _:
@@ -46,9 +50,16 @@ def read(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
 
 
 def read_web(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: str) -> VerbResult:
-    """A public page as markdown through the guarded client (blocking: this runs on a worker thread)."""
+    """A public page as markdown through the guarded client (blocking: this runs on a worker thread); a Seed
+    document behind an https URL is read as that document first (web/seed_sites.py)."""
     from mcp_harness.web.reader import read_url
 
+    if address.rest.lower().startswith("https://") and not options.get("raw"):
+        from mcp_harness.web.seed_sites import read_seed_url
+
+        document = read_seed_url(ctx.harness.web, address.rest)
+        if document is not None:
+            return VerbResult.of(document, fmt=fmt) if fmt == "json" else VerbResult.of(document, document["markdown"])
     data = read_url(ctx.harness.web, address.rest, options, ctx.harness.settings.web.max_page_bytes)
     if fmt == "json":
         return VerbResult.of(data, fmt=fmt)

@@ -15,7 +15,8 @@ from mcp_harness.tools.documents import LAMBDA_SHAPE, validate_lambda
 
 SUPPORTED_WRITE_FORMS = (
     "~/memory/<path> (with content, or options {delete: true} / {fromUrl}), ~/tools/<name> (JSON content, or options "
-    "{tool} / {delete: true})"
+    "{tool} / {delete: true}), hm://<account>/<path> (markdown content; options.action document | update | comment | "
+    "move | redirect | delete | fork)"
 )
 MEMORY_OPTIONS = ("delete", "fromUrl", "fromAttachment")
 TOOL_OPTIONS = ("delete", "tool")
@@ -40,6 +41,10 @@ def write(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
         raise BadRequest(f"Unrecognized write address: {text}. Supported: {SUPPORTED_WRITE_FORMS}.")
     if address.kind == "tools":
         return write_tool(ctx, address.rest, arguments.get("content"), options)
+    if address.kind == "hm":
+        from mcp_harness.tools.hm_write import write_hm
+
+        return write_hm(ctx, text, arguments.get("content"), options, dry_run is True)
     if address.kind != "memory":
         raise not_in_this_build(address.kind, SUPPORTED_WRITE_FORMS)
     return write_memory(ctx, address.rest, arguments.get("content"), options)

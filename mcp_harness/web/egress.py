@@ -232,8 +232,11 @@ class Egress:
         return Target(url=url, host=host, port=port, address=addresses[0])
 
     @contextmanager
-    def open(self, url: str, *, accept: str = "*/*", params: dict[str, str] | None = None) -> Iterator[Response]:
-        """GET `url`, following at most `[web] max_redirects` redirects, each hop checked; yield the last response.
+    def open(
+        self, url: str, *, accept: str = "*/*", params: dict[str, str] | None = None, method: str = "GET"
+    ) -> Iterator[Response]:
+        """GET (or `method`) `url`, following at most `[web] max_redirects` redirects, each hop checked; yield the
+        last response.
 
         Only statuses below 400 and the final non-redirect are returned; the caller decides what an error means.
         """
@@ -249,7 +252,7 @@ class Egress:
             current = url
             for hop in range(s.max_redirects + 1):
                 target = self.check(current)
-                response = self._send(client, target, headers)
+                response = self._send(client, target, headers, method)
                 location = response.headers.get("location")
                 if response.status_code in REDIRECT_STATUSES and location:
                     response.close()
@@ -265,12 +268,14 @@ class Egress:
                     response.close()
                 return
 
-    def _send(self, client: httpx2.Client, target: Target, headers: dict[str, str]) -> httpx2.Response:
+    def _send(
+        self, client: httpx2.Client, target: Target, headers: dict[str, str], method: str = "GET"
+    ) -> httpx2.Response:
         """Connect to the checked address while `Host`, SNI and certificate checks keep the name."""
         url = httpx2.URL(target.url)
         host_header = url.netloc.decode("ascii")
         request = client.build_request(
-            "GET",
+            method,
             url.copy_with(host=target.address),
             headers={**headers, "Host": host_header},
             extensions={"sni_hostname": url.raw_host.decode("ascii")},

@@ -1,0 +1,348 @@
+"""The embedded hypermedia node: resolve documents, comments and profiles; sign and store what an agent publishes.
+
+This is the local stand-in for a Seed daemon and its web API: every blob it holds is signed and verified exactly as a
+Seed node would (so it can be pushed to one unchanged), documents are the state their Refs and Changes denote, and
+publishing follows the daemon's conventions (the ts=0 genesis for every document, the generation reused on update
+and bumped only when a resource is created anew, one Change per write with `deps` = the current heads).
+
+Plain synchronous code over the store: verbs call it on a worker thread, inside their own transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp_harness.errors import BadRequest, Conflict, NotFound
+from mcp_harness.hypermedia import blobs
+from mcp_harness.hypermedia.blobs import Blob
+from mcp_harness.hypermedia.blocks import BlockNode, block_from_op, block_to_op, tree_to_json
+from mcp_harness.hypermedia.cbor import decode
+from mcp_harness.hypermedia.cid import CID
+from mcp_harness.hypermedia.documents import ChangeRecord, DocumentBuilder, DocumentState
+from mcp_harness.hypermedia.ids import version_string
+from mcp_harness.identity.keys import KeyPair
+from mcp_harness.store.db import Database
+from mcp_harness.store.hypermedia import CommentRow, HypermediaStore, RefRow
+
+MAX_REDIRECTS = 5
+MAX_CACHED_CHANGES = 8192
+MAX_CACHED_VERSIONS = 64
+
+
+def iso_time(ms: int) -> str:
+    """Epoch milliseconds as the ISO-8601 UTC form the Seed API uses."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def hm_url(space: str, path: str) -> str:
+    return f"hm://{space}{path}"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A document at a version, with the Ref that made it current."""
+
+    space: str
+    path: str
+    ref: RefRow
+    state: DocumentState
+
+    @property
+    def id(self) -> str:
+        return hm_url(self.space, self.path)
+
+    @property
+    def version(self) -> str:
+        return version_string(self.state.heads)
+
+    @property
+    def name(self) -> str:
+        name = self.state.metadata.get("name")
+        return name if isinstance(name, str) else ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The Seed API's document shape (`HMDocument`)."""
+        return {
+            "type": "document",
+            "id": self.id,
+            "account": self.space,
+            "path": self.path,
+            "version": self.version,
+            "authors": list(self.state.authors),
+            "createTime": iso_time(self.state.create_time or self.ref.ts),
+            "updateTime": iso_time(self.state.update_time or self.ref.ts),
+            "metadata": self.state.metadata,
+            "genesis": self.ref.genesis,
+            "generationInfo": {"genesis": self.ref.genesis, "generation": self.ref.generation},
+            "visibility": "Public",
+            "content": tree_to_json(self.state.tree),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    row: CommentRow
+    value: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return self.row.id
+
+    @property
+    def body(self) -> list[dict[str, Any]]:
+        body = self.value.get("body")
+        return [b for b in body if isinstance(b, dict)] if isinstance(body, list) else []
+
+
+class Node:
+    """Reads and writes of the embedded node. Methods block; safe to call from several threads.
+
+    Decoded Changes and built document versions are cached in memory. Both are keyed by content hashes (a CID, a set
+    of head CIDs), so an entry can never go stale; a version one edit past a cached one is built by applying just
+    that edit to a copy, so reading a long-lived document does not replay its whole history each time.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self.store = HypermediaStore(db)
+        self._lock = threading.Lock()
+        self._records: OrderedDict[str, ChangeRecord] = OrderedDict()
+        self._versions: OrderedDict[tuple[str, ...], tuple[DocumentBuilder, DocumentState]] = OrderedDict()
+
+    def state(self, heads: Sequence[str]) -> DocumentState:
+        """The document state `heads` denote. Raises NotFound if a change is not held here."""
+        key = tuple(sorted(heads))
+        with self._lock:
+            hit = self._versions.get(key)
+            if hit is not None:
+                self._versions.move_to_end(key)
+                return hit[1]
+        reachable = self._reachable(key)
+        base = self._base_for(reachable)
+        builder = (base.copy() if base is not None else DocumentBuilder()).extend(reachable.values())
+        state = builder.state()
+        with self._lock:
+            self._versions[key] = (builder, state)
+            while len(self._versions) > MAX_CACHED_VERSIONS:
+                self._versions.popitem(last=False)
+        return state
+
+    def _reachable(self, heads: Sequence[str]) -> dict[str, ChangeRecord]:
+        found: dict[str, ChangeRecord] = {}
+        frontier = list(heads)
+        while frontier:
+            with self._lock:
+                cached = {cid: self._records[cid] for cid in frontier if cid in self._records}
+            missing = [cid for cid in frontier if cid not in cached]
+            loaded = {r.cid: r for r in self.store.change_records(missing)} if missing else {}
+            absent = [cid for cid in missing if cid not in loaded]
+            if absent:
+                raise NotFound(f"Change {absent[0]} is not held by this node.")
+            with self._lock:
+                for cid, record in loaded.items():
+                    self._records[cid] = record
+                while len(self._records) > MAX_CACHED_CHANGES:
+                    self._records.popitem(last=False)
+            level = {**cached, **loaded}
+            found.update(level)
+            frontier = list(dict.fromkeys(d for r in level.values() for d in r.deps if d not in found))
+        return found
+
+    def _base_for(self, reachable: dict[str, ChangeRecord]) -> DocumentBuilder | None:
+        """The largest cached build this version extends in order, if any."""
+        with self._lock:
+            candidates = [builder for builder, _ in self._versions.values()]
+        best: DocumentBuilder | None = None
+        for builder in candidates:
+            if best is not None and len(builder.applied) <= len(best.applied):
+                continue
+            if all(cid in reachable for cid in builder.applied) and builder.can_extend(reachable.values()):
+                best = builder
+        return best
+
+    # --- reading ------------------------------------------------------------------------------------------------
+
+    def ref(self, space: str, path: str) -> RefRow | None:
+        return self.store.current_ref(space, path)
+
+    def document(self, space: str, path: str, version: str | None = None) -> Document:
+        """The document at a path (following redirects), at its latest or a given version.
+
+        Raises:
+            NotFound: nothing was ever published there, it was deleted, or the version is unknown here.
+        """
+        seen: list[str] = []
+        ref = self.store.current_ref(space, path)
+        while ref is not None and ref.is_redirect and len(seen) < MAX_REDIRECTS:
+            seen.append(hm_url(space, path))
+            space, path = ref.redirect_space or space, ref.redirect_path or ""
+            ref = self.store.current_ref(space, path)
+        if ref is None:
+            raise NotFound(f"No document at {hm_url(space, path)}: nothing has been published there.")
+        if ref.is_redirect:
+            raise NotFound(f"{seen[0]} redirects more than {MAX_REDIRECTS} times; not following further.")
+        if ref.is_tombstone:
+            raise NotFound(f"The document at {hm_url(space, path)} was deleted.")
+        heads = list(ref.heads)
+        if version:
+            heads = [str(CID.parse(part)) for part in version.split(".") if part]
+        try:
+            state = self.state(heads)
+        except NotFound as missing:
+            raise NotFound(f"Version {version} of {hm_url(space, path)} is not known here: {missing.message}") from None
+        return Document(space=space, path=path, ref=ref, state=state)
+
+    def children(self, space: str, path: str) -> list[Document]:
+        """The live documents directly below a path, by path."""
+        refs = self.store.current_refs_under(space, path)
+        depth = path.count("/") + 1
+        out: list[Document] = []
+        for ref in refs:
+            if ref.path.count("/") != depth or ref.is_tombstone or ref.is_redirect:
+                continue
+            out.append(Document(space=space, path=ref.path, ref=ref, state=self.state(ref.heads)))
+        return out
+
+    def descendant_count(self, space: str, path: str) -> int:
+        return sum(1 for r in self.store.current_refs_under(space, path) if not r.is_tombstone and not r.is_redirect)
+
+    def comment(self, author: str, comment_tsid: str) -> Comment:
+        found = self.store.comment(author, comment_tsid)
+        if found is None:
+            raise NotFound(f"No comment hm://{author}/{comment_tsid}.")
+        row, data = found
+        if row.deleted:
+            raise NotFound(f"The comment hm://{author}/{comment_tsid} was deleted.")
+        return Comment(row, _as_map(decode(data)))
+
+    def comments_on(self, space: str, path: str) -> list[Comment]:
+        found = self.store.comments_on(space, path)
+        return [Comment(row, _as_map(decode(data))) for row, data in found if not row.deleted]
+
+    def profile(self, account: str) -> dict[str, Any] | None:
+        data = self.store.latest_of_type("Profile", account)
+        if data is None:
+            return None
+        value = _as_map(decode(data))
+        out: dict[str, Any] = {"id": account, "name": value.get("name") or ""}
+        for key in ("avatar", "description"):
+            if value.get(key):
+                out[key] = value[key]
+        out["updateTime"] = iso_time(int(value.get("ts") or 0))
+        return out
+
+    # --- publishing -------------------------------------------------------------------------------------------------
+
+    def publish(self, published: Sequence[Blob]) -> list[str]:
+        return self.store.put(published)
+
+    def create(self, key: KeyPair, space: str, path: str, ops: list[dict[str, Any]]) -> list[Blob]:
+        """Blobs that create a document: the genesis, one Change with every op, and a Ref.
+
+        Raises:
+            Conflict: a live document (or a redirect) is already at that path.
+        """
+        existing = self.store.current_ref(space, path)
+        if existing is not None and not existing.is_tombstone:
+            raise Conflict(
+                f"A document already exists at {hm_url(space, path)}. Use options.action \"update\" to revise it."
+            )
+        genesis = blobs.genesis_change(key)
+        ts = self._next_ts(key, 0)
+        change = blobs.change(key, genesis=genesis.cid, deps=[genesis.cid], depth=1, ops=ops, ts=ts)
+        # A new generation wins over whatever an earlier, deleted document at this path left behind.
+        generation = max(ts, (existing.generation + 1) if existing else 0)
+        ref = blobs.ref(key, space=space, path=path, genesis=genesis.cid, heads=[change.cid], generation=generation,
+                        ts=ts)
+        return [genesis, change, ref]
+
+    def update(self, key: KeyPair, document: Document, ops: list[dict[str, Any]]) -> list[Blob]:
+        """A Change on top of the current heads and a Ref reusing the document's generation (the daemon's rule)."""
+        genesis = _genesis(document.ref)
+        deps = [CID.parse(h) for h in document.state.heads]
+        ts = self._next_ts(key, document.state.update_time)
+        change = blobs.change(key, genesis=genesis, deps=deps, depth=document.state.depth + 1, ops=ops, ts=ts)
+        ref = blobs.ref(key, space=document.space, path=document.path, genesis=genesis, heads=[change.cid],
+                        generation=document.ref.generation, ts=max(ts, document.ref.ts + 1))
+        return [change, ref]
+
+    def tombstone(self, key: KeyPair, document: Document) -> Blob:
+        ts = self._next_ts(key, document.ref.ts)
+        return blobs.ref(key, space=document.space, path=document.path, genesis=_genesis(document.ref), heads=[],
+                         generation=document.ref.generation, ts=ts)
+
+    def redirect(self, key: KeyPair, document: Document, to_space: str, to_path: str) -> Blob:
+        target: dict[str, Any] = {"path": to_path}
+        if to_space != document.space:
+            target["space"] = to_space
+        ts = self._next_ts(key, document.ref.ts)
+        return blobs.ref(key, space=document.space, path=document.path, genesis=_genesis(document.ref), heads=[],
+                         generation=document.ref.generation, ts=ts, redirect=target)
+
+    def move(self, key: KeyPair, document: Document, to_path: str) -> list[Blob]:
+        """The document's heads under a new path, and a redirect left at the old one."""
+        existing = self.store.current_ref(document.space, to_path)
+        if existing is not None and not existing.is_tombstone:
+            raise Conflict(f"Cannot move to {hm_url(document.space, to_path)}: a document is already there.")
+        ts = self._next_ts(key, document.ref.ts)
+        generation = max(document.ref.generation, (existing.generation + 1) if existing else 0)
+        moved = blobs.ref(key, space=document.space, path=to_path, genesis=_genesis(document.ref),
+                          heads=[CID.parse(h) for h in document.state.heads], generation=generation, ts=ts)
+        return [moved, self.redirect(key, document, document.space, to_path)]
+
+    def comment_blob(
+        self,
+        key: KeyPair,
+        document: Document,
+        body: list[dict[str, Any]],
+        reply_to: Comment | None = None,
+    ) -> Blob:
+        thread_root = reply_parent = None
+        if reply_to is not None:
+            reply_parent = CID.parse(reply_to.row.cid)
+            thread_root = CID.parse(reply_to.row.thread_root) if reply_to.row.thread_root else reply_parent
+        return blobs.comment(key, space=document.space, path=document.path,
+                             version=[CID.parse(h) for h in document.state.heads], body=body,
+                             ts=self._next_ts(key, 0), thread_root=thread_root, reply_parent=reply_parent)
+
+    def profile_blob(self, key: KeyPair, name: str, avatar: str | None = None, description: str | None = None) -> Blob:
+        return blobs.profile(key, name=name, avatar=avatar, description=description, ts=self._next_ts(key, 0))
+
+    def _next_ts(self, key: KeyPair, floor: int) -> int:
+        # Seed refuses a change whose ts is not above its deps', and a signer's ts going backwards: millisecond clocks
+        # collide on fast successive writes, so step past both.
+        latest = self.store.latest_ts(key.account_id)
+        return max(blobs.now_ms(), floor + 1, latest + 1)
+
+
+def _genesis(ref: RefRow) -> CID:
+    if ref.genesis is None:
+        raise BadRequest(f"The Ref at {hm_url(ref.space, ref.path)} names no genesis; it cannot be revised here.")
+    return CID.parse(ref.genesis)
+
+
+def _as_map(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def comment_body(tree: Sequence[BlockNode]) -> list[dict[str, Any]]:
+    """A comment's body: block maps (op shape) with their children nested inline."""
+    out: list[dict[str, Any]] = []
+    for node in tree:
+        item = block_to_op(node.block)
+        if node.children:
+            item["children"] = comment_body(node.children)
+        out.append(item)
+    return out
+
+
+def comment_tree(body: Sequence[dict[str, Any]]) -> tuple[BlockNode, ...]:
+    nodes: list[BlockNode] = []
+    for item in body:
+        block = block_from_op({k: v for k, v in item.items() if k != "children"})
+        nodes.append(BlockNode(block, comment_tree(item.get("children") or [])))
+    return tuple(nodes)

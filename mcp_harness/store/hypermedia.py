@@ -1,0 +1,313 @@
+"""The embedded hypermedia node's storage: verified blobs by CID and the index rows derived from them.
+
+`put` takes blobs that have already been built or verified (`hypermedia.blobs`), so the only way in is through a
+signature check. Index rows are derived from the blob's decoded value in the same transaction as the blob itself:
+a blob is either fully indexed or absent, never half-known. Methods block; call them off the event loop.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcp_harness.hypermedia.cbor import decode
+from mcp_harness.hypermedia.cid import CID
+from mcp_harness.hypermedia.documents import ChangeRecord
+from mcp_harness.hypermedia.ids import tsid
+from mcp_harness.identity.keys import account_id
+from mcp_harness.store._util import now_ms
+from mcp_harness.store.db import Database
+
+if TYPE_CHECKING:
+    from mcp_harness.hypermedia.blobs import Blob
+
+
+@dataclass(frozen=True, slots=True)
+class RefRow:
+    """One Ref: which version of which document a signer says is current at a path."""
+
+    cid: str
+    space: str
+    path: str
+    author: str
+    genesis: str | None
+    heads: tuple[str, ...]
+    generation: int
+    ts: int
+    redirect_space: str | None
+    redirect_path: str | None
+
+    @property
+    def is_redirect(self) -> bool:
+        return self.redirect_space is not None
+
+    @property
+    def is_tombstone(self) -> bool:
+        return not self.heads and not self.is_redirect
+
+
+@dataclass(frozen=True, slots=True)
+class CommentRow:
+    cid: str
+    tsid: str
+    author: str
+    space: str
+    path: str
+    thread_root: str | None
+    reply_parent: str | None
+    ts: int
+    deleted: bool
+
+    @property
+    def id(self) -> str:
+        return f"{self.author}/{self.tsid}"
+
+
+def principal_account(principal: object) -> str:
+    """The account id a principal (`0xed 0x01 ‖ key`) names."""
+    assert isinstance(principal, bytes) and len(principal) == 34
+    return account_id(principal[2:])
+
+
+def _link(value: object) -> str | None:
+    return str(value) if isinstance(value, CID) else None
+
+
+def _ref_row(row: sqlite3.Row) -> RefRow:
+    return RefRow(
+        cid=row["cid"],
+        space=row["space"],
+        path=row["path"],
+        author=row["author"],
+        genesis=row["genesis"],
+        heads=tuple(h for h in row["heads"].split(".") if h),
+        generation=row["generation"],
+        ts=row["ts"],
+        redirect_space=row["redirect_space"],
+        redirect_path=row["redirect_path"],
+    )
+
+
+def _comment_row(row: sqlite3.Row) -> CommentRow:
+    return CommentRow(
+        cid=row["cid"],
+        tsid=row["tsid"],
+        author=row["author"],
+        space=row["space"],
+        path=row["path"],
+        thread_root=row["thread_root"],
+        reply_parent=row["reply_parent"],
+        ts=row["ts"],
+        deleted=bool(row["deleted"]),
+    )
+
+
+class HypermediaStore:
+    """Blob and index rows of the embedded node."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def put(self, blobs: Sequence[Blob]) -> list[str]:
+        """Store blobs and their index rows in one transaction; a blob already present is left as it is."""
+        stored: list[str] = []
+        with self._db.transaction() as conn:
+            for blob in blobs:
+                cid = str(blob.cid)
+                inserted = conn.execute(
+                    "INSERT OR IGNORE INTO hm_blobs (cid, type, author, ts, data, received_at) VALUES (?,?,?,?,?,?)",
+                    (cid, blob.type, blob.author, blob.ts, blob.data, now_ms()),
+                ).rowcount
+                if inserted:
+                    self._index(conn, cid, blob)
+                stored.append(cid)
+        return stored
+
+    def _index(self, conn: sqlite3.Connection, cid: str, blob: Blob) -> None:
+        value: dict[str, Any] = blob.value
+        if blob.type == "Change":
+            deps = ".".join(str(d) for d in value.get("deps") or ())
+            conn.execute(
+                "INSERT INTO hm_changes (cid, genesis, author, ts, depth, deps) VALUES (?,?,?,?,?,?)",
+                (cid, _link(value.get("genesis")), blob.author, blob.ts, int(value.get("depth") or 0), deps),
+            )
+        elif blob.type == "Ref":
+            space = principal_account(value["space"]) if "space" in value else blob.author
+            redirect = value.get("redirect")
+            redirect_space = redirect_path = None
+            if isinstance(redirect, dict):
+                redirect_space = principal_account(redirect["space"]) if "space" in redirect else space
+                redirect_path = str(redirect.get("path") or "")
+            conn.execute(
+                "INSERT INTO hm_refs (cid, space, path, author, genesis, heads, generation, ts, redirect_space, "
+                "redirect_path) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    cid,
+                    space,
+                    str(value.get("path") or ""),
+                    blob.author,
+                    _link(value.get("genesisBlob")),
+                    ".".join(sorted(str(h) for h in value.get("heads") or ())),
+                    int(value.get("generation") or 0),
+                    blob.ts,
+                    redirect_space,
+                    redirect_path,
+                ),
+            )
+        elif blob.type == "Comment":
+            space = principal_account(value["space"]) if "space" in value else blob.author
+            thread_root = _link(value.get("threadRoot"))
+            conn.execute(
+                "INSERT INTO hm_comments (cid, tsid, author, space, path, thread_root, reply_parent, ts, deleted) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    cid,
+                    str(value.get("id") or tsid(blob.ts, blob.data)),
+                    blob.author,
+                    space,
+                    str(value.get("path") or ""),
+                    thread_root,
+                    _link(value.get("replyParent")) or thread_root,
+                    blob.ts,
+                    int(not value.get("body")),
+                ),
+            )
+        elif blob.type == "Capability":
+            conn.execute(
+                "INSERT INTO hm_capabilities (cid, space, delegate, path, role, ts) VALUES (?,?,?,?,?,?)",
+                (
+                    cid,
+                    blob.author,
+                    principal_account(value["delegate"]),
+                    str(value.get("path") or ""),
+                    str(value.get("role") or ""),
+                    blob.ts,
+                ),
+            )
+
+    def data(self, cid: str) -> bytes | None:
+        with self._db.reading() as conn:
+            row = conn.execute("SELECT data FROM hm_blobs WHERE cid = ?", (cid,)).fetchone()
+        return None if row is None else bytes(row["data"])
+
+    def datas(self, cids: Iterable[str]) -> dict[str, bytes]:
+        wanted = list(dict.fromkeys(cids))
+        out: dict[str, bytes] = {}
+        with self._db.reading() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for row in conn.execute(f"SELECT cid, data FROM hm_blobs WHERE cid IN ({marks})", chunk):
+                    out[row["cid"]] = bytes(row["data"])
+        return out
+
+    def current_ref(self, space: str, path: str) -> RefRow | None:
+        """The Ref that wins for a resource: highest generation, then latest timestamp (then CID, for determinism)."""
+        with self._db.reading() as conn:
+            row = conn.execute(
+                "SELECT * FROM hm_refs WHERE space = ? AND path = ? ORDER BY generation DESC, ts DESC, cid DESC "
+                "LIMIT 1",
+                (space, path),
+            ).fetchone()
+        return None if row is None else _ref_row(row)
+
+    def current_refs_under(self, space: str, prefix: str) -> list[RefRow]:
+        """The winning Ref of every resource whose path starts with `prefix + "/"` (all descendants)."""
+        like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT * FROM hm_refs WHERE space = ? AND path LIKE ? ESCAPE '\\' "
+                "ORDER BY path, generation DESC, ts DESC, cid DESC",
+                (space, like),
+            ).fetchall()
+        winners: dict[str, RefRow] = {}
+        for row in rows:
+            winners.setdefault(row["path"], _ref_row(row))
+        return list(winners.values())
+
+    def change_records(self, cids: Iterable[str]) -> list[ChangeRecord]:
+        """The Changes among `cids` this node holds, decoded for applying (one level: deps are not followed)."""
+        wanted = list(dict.fromkeys(cids))
+        records: list[ChangeRecord] = []
+        with self._db.reading() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    "SELECT c.cid, c.author, c.ts, c.depth, c.deps, b.data FROM hm_changes c JOIN hm_blobs b "
+                    f"ON b.cid = c.cid WHERE c.cid IN ({marks})",
+                    chunk,
+                ).fetchall()
+                for row in rows:
+                    value = decode(bytes(row["data"]))
+                    body = value.get("body") if isinstance(value, dict) else None
+                    ops = body.get("ops") if isinstance(body, dict) else None
+                    records.append(
+                        ChangeRecord(
+                            cid=row["cid"],
+                            author=row["author"],
+                            ts=row["ts"],
+                            depth=row["depth"],
+                            deps=tuple(d for d in row["deps"].split(".") if d),
+                            ops=tuple(op for op in ops or () if isinstance(op, dict)),
+                        )
+                    )
+        return records
+
+    def comment(self, author: str, comment_tsid: str) -> tuple[CommentRow, bytes] | None:
+        """The latest version of a comment (edits and deletions reuse the TSID) with its blob bytes."""
+        with self._db.reading() as conn:
+            row = conn.execute(
+                "SELECT c.*, b.data FROM hm_comments c JOIN hm_blobs b ON b.cid = c.cid "
+                "WHERE c.author = ? AND c.tsid = ? ORDER BY c.ts DESC LIMIT 1",
+                (author, comment_tsid),
+            ).fetchone()
+        return None if row is None else (_comment_row(row), bytes(row["data"]))
+
+    def comment_by_cid(self, cid: str) -> CommentRow | None:
+        with self._db.reading() as conn:
+            row = conn.execute("SELECT * FROM hm_comments WHERE cid = ?", (cid,)).fetchone()
+        return None if row is None else _comment_row(row)
+
+    def comments_on(self, space: str, path: str) -> list[tuple[CommentRow, bytes]]:
+        """The latest version of every comment on a document, oldest thread first."""
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT c.*, b.data FROM hm_comments c JOIN hm_blobs b ON b.cid = c.cid "
+                "WHERE c.space = ? AND c.path = ? ORDER BY c.ts",
+                (space, path),
+            ).fetchall()
+        latest: dict[tuple[str, str], tuple[CommentRow, bytes]] = {}
+        for row in rows:
+            record = _comment_row(row)
+            latest[(record.author, record.tsid)] = (record, bytes(row["data"]))
+        return sorted(latest.values(), key=lambda item: item[0].ts)
+
+    def latest_of_type(self, kind: str, author: str) -> bytes | None:
+        """The newest blob of a type by an author (a profile), as bytes."""
+        with self._db.reading() as conn:
+            row = conn.execute(
+                "SELECT data FROM hm_blobs WHERE type = ? AND author = ? ORDER BY ts DESC, cid DESC LIMIT 1",
+                (kind, author),
+            ).fetchone()
+        return None if row is None else bytes(row["data"])
+
+    def latest_ts(self, author: str) -> int:
+        """The newest timestamp of any blob an author signed (0 if none)."""
+        with self._db.reading() as conn:
+            row = conn.execute("SELECT MAX(ts) FROM hm_blobs WHERE author = ?", (author,)).fetchone()
+        return int(row[0] or 0)
+
+    def has_capability(self, space: str, delegate: str, path: str) -> bool:
+        """Whether the space owner gave `delegate` a WRITER/AGENT capability covering `path`."""
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT path, role FROM hm_capabilities WHERE space = ? AND delegate = ?", (space, delegate)
+            ).fetchall()
+        for row in rows:
+            scope = row["path"]
+            if row["role"] == "AGENT" or not scope or path == scope or path.startswith(scope + "/"):
+                return True
+        return False

@@ -1,0 +1,228 @@
+"""`read hm://…`: documents, versions, blocks, comments and the `/:directory`, `/:attributes`, `/:profile` views.
+
+Documents render as Seed-dialect markdown with `<!-- id:… -->` block markers by default, so what an agent reads it
+can edit and write back with its block ids intact; `format: "json"` returns the block tree. Every result carries the
+`requestedId` as asked and the canonical `id` (after redirects) with the `version` read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from mcp_harness.errors import BadRequest, NotFound
+from mcp_harness.hypermedia.blocks import Block, BlockNode, tree_to_json, walk
+from mcp_harness.hypermedia.documents import find_block
+from mcp_harness.hypermedia.ids import HmId, parse_hm_id
+from mcp_harness.hypermedia.markdown import render_markdown
+from mcp_harness.hypermedia.node import Comment, Document, Node, comment_tree, hm_url, iso_time
+from mcp_harness.tools.base import VerbContext, VerbResult
+
+VIEWS = (":directory", ":attributes", ":profile", ":comments")
+MAX_RENDERED_CHARS = 256 * 1024
+EMBED_DEPTH = 2
+
+
+def read_hm(ctx: VerbContext, text: str, fmt: str) -> VerbResult:
+    requested = parse_hm_id(text)
+    node: Node = ctx.harness.hypermedia
+    segments = list(requested.path)
+    view = None
+    if segments and segments[-1].startswith(":"):
+        view = segments.pop()
+    elif segments and segments[0].startswith(":"):
+        view = segments.pop(0)
+    if view is not None and view not in VIEWS:
+        raise BadRequest(f"Unknown view {view!r}. Supported views: {', '.join('/' + v for v in VIEWS)}.")
+    path = "".join(f"/{s}" for s in segments)
+    if view == ":profile":
+        return _profile(node, requested, text, fmt)
+    if view is None and len(segments) == 1 and node.ref(requested.uid, path) is None:
+        found = node.store.comment(requested.uid, segments[0])
+        if found is not None:
+            return _comment(node, node.comment(requested.uid, segments[0]), text, fmt)
+    document = node.document(requested.uid, path, requested.version)
+    base: dict[str, Any] = {"requestedId": text, "id": document.id, "version": document.version,
+                            "name": document.name}
+    if document.id != hm_url(requested.uid, path):
+        base["redirectedFrom"] = hm_url(requested.uid, path)
+    if view == ":attributes":
+        data = {"summary": f"Metadata of {document.id} ({document.name or 'untitled'}).", **base,
+                "metadata": document.state.metadata, "updateTime": iso_time(document.state.update_time)}
+        return VerbResult.of(data, _metadata_lines(document.state.metadata), fmt=fmt)
+    if view == ":directory":
+        return _directory(node, document, base, fmt)
+    if view == ":comments":
+        return _comments(node, document, base, fmt)
+    return _document(node, document, requested, base, fmt)
+
+
+def _document(node: Node, document: Document, requested: HmId, base: dict[str, Any], fmt: str) -> VerbResult:
+    tree = document.state.tree
+    metadata: dict[str, Any] | None = document.state.metadata
+    where = document.id
+    if requested.block_ref:
+        found = find_block(tree, requested.block_ref)
+        if found is None:
+            raise NotFound(f"{document.id} has no block {requested.block_ref!r} at version {document.version}.")
+        if requested.block_range is not None:
+            start, end = requested.block_range
+            found = BlockNode(_slice(found.block, start, end))
+        tree, metadata = (found,), None
+        where = f"{document.id}#{requested.block_ref}"
+    if fmt == "json":
+        data = {"summary": f"Read {where} ({document.name or 'untitled'}).", **base, **document.to_json(),
+                "requestedId": base["requestedId"], "content": tree_to_json(tree)}
+        return VerbResult.of(data, fmt=fmt)
+    markdown = render_markdown(_resolve_embeds(node, tree, EMBED_DEPTH), metadata, frontmatter=metadata is not None)
+    truncated = len(markdown) > MAX_RENDERED_CHARS
+    if truncated:
+        markdown = markdown[:MAX_RENDERED_CHARS] + "\n[truncated]"
+    data = {"summary": f"Read {where} ({document.name or 'untitled'}), version {document.version}.", **base,
+            "markdown": markdown}
+    if truncated:
+        data["truncated"] = True
+    labels = _embed_labels(node, tree)
+    text = markdown
+    if labels:
+        # Mentions stay `<hm://…>` in the markdown so it can be edited and written back as is; their readable labels
+        # ride beside it.
+        data["embeds"] = labels
+        text += "\n\nEmbedded references:\n" + "\n".join(f"- {e['link']} — {e['label']}" for e in labels)
+    return VerbResult.of(data, text)
+
+
+def _embed_labels(node: Node, tree: tuple[BlockNode, ...]) -> list[dict[str, str]]:
+    seen: dict[str, dict[str, str]] = {}
+    for _, item in walk(tree):
+        for annotation in item.block.annotations:
+            link = annotation.link
+            if annotation.type == "Embed" and link and link.startswith("hm://") and link not in seen:
+                embedded = _embedded(node, link)
+                label = embedded[0] if embedded else _comment_label(node, link)
+                seen[link] = {"link": link, "label": label}
+    return list(seen.values())
+
+
+def _comment_label(node: Node, link: str) -> str:
+    try:
+        target = parse_hm_id(link)
+    except BadRequest:
+        return "(malformed link)"
+    if len(target.path) == 1 and node.store.comment(target.uid, target.path[0]) is not None:
+        return f"comment by {target.uid}"
+    if not target.path and (profile := node.profile(target.uid)) is not None:
+        return f"account {profile['name']}"
+    return "(not on this node)"
+
+
+def _slice(block: Block, start: int, end: int) -> Block:
+    # Offsets are code points, as Seed's editor counts them; annotations outside the slice are dropped with it.
+    return replace(block, text=block.text[start:end], annotations=())
+
+
+def _resolve_embeds(node: Node, tree: tuple[BlockNode, ...], depth: int) -> tuple[BlockNode, ...]:
+    """Embed blocks become the embedded document's content (quoted, `depth` levels deep) under a readable label;
+    what cannot be resolved stays a plain labelled link, never an error."""
+    out: list[BlockNode] = []
+    for node_ in tree:
+        block = node_.block
+        children = _resolve_embeds(node, node_.children, depth)
+        if block.type == "Embed" and block.link and block.link.startswith("hm://") and depth > 0:
+            embedded = _embedded(node, block.link)
+            if embedded is not None:
+                label, content = embedded
+                quote = Block(id=block.id, type="Paragraph", text=f"Embedded: {label} ({block.link})",
+                              attributes={"childrenType": "Blockquote"})
+                out.append(BlockNode(quote, _resolve_embeds(node, content, depth - 1) + children))
+                continue
+        out.append(BlockNode(block, children))
+    return tuple(out)
+
+
+def _embedded(node: Node, link: str) -> tuple[str, tuple[BlockNode, ...]] | None:
+    try:
+        target = parse_hm_id(link)
+        path = "".join(f"/{s}" for s in target.path)
+        document = node.document(target.uid, path, target.version)
+    except (BadRequest, NotFound):
+        return None
+    if target.block_ref:
+        found = find_block(document.state.tree, target.block_ref)
+        return (f"{document.name or document.id} › {target.block_ref}", (found,)) if found else None
+    return document.name or document.id, document.state.tree
+
+
+def _directory(node: Node, document: Document, base: dict[str, Any], fmt: str) -> VerbResult:
+    entries = []
+    for child in node.children(document.space, document.path):
+        entries.append({
+            "id": child.id,
+            "path": child.path,
+            "name": child.name,
+            "summary": _summary(child),
+            "updateTime": iso_time(child.state.update_time),
+            "childrenCount": node.descendant_count(child.space, child.path),
+        })
+    count = len(entries)
+    data = {"summary": f"{document.id} has {count} child document{'s' if count != 1 else ''}.", **base,
+            "documents": entries}
+    lines = [f"- [{e['name'] or e['path']}]({e['id']}) — {e['summary']}".rstrip(" —") for e in entries]
+    return VerbResult.of(data, "\n".join(lines) or None, fmt=fmt)
+
+
+def _summary(document: Document) -> str:
+    given = document.state.metadata.get("summary")
+    if isinstance(given, str) and given:
+        return given
+    for node_ in document.state.tree:
+        if node_.block.text.strip():
+            text = " ".join(node_.block.text.split())
+            return text if len(text) <= 160 else text[:159] + "…"
+    return ""
+
+
+def _comments(node: Node, document: Document, base: dict[str, Any], fmt: str) -> VerbResult:
+    comments = node.comments_on(document.space, document.path)
+    entries = [_comment_json(c) for c in comments]
+    data = {"summary": f"{document.id} has {len(entries)} comment{'s' if len(entries) != 1 else ''}.", **base,
+            "comments": entries}
+    body = "\n\n".join(f"**{e['author']}** ({e['id']}):\n\n{e['markdown']}" for e in entries)
+    return VerbResult.of(data, body or None, fmt=fmt)
+
+
+def _comment_json(comment: Comment) -> dict[str, Any]:
+    tree = comment_tree(comment.body)
+    out: dict[str, Any] = {
+        "id": f"hm://{comment.id}",
+        "author": comment.row.author,
+        "target": hm_url(comment.row.space, comment.row.path),
+        "createTime": iso_time(comment.row.ts),
+        "markdown": render_markdown(tree, None, block_ids=False, frontmatter=False).strip(),
+        "content": tree_to_json(tree),
+    }
+    if comment.row.reply_parent and comment.row.reply_parent != comment.row.cid:
+        out["replyParent"] = comment.row.reply_parent
+    return out
+
+
+def _comment(node: Node, comment: Comment, text: str, fmt: str) -> VerbResult:
+    data = _comment_json(comment)
+    data = {"summary": f"Comment {data['id']} by {comment.row.author} on {data['target']}.", "requestedId": text,
+            **data}
+    if fmt == "json":
+        return VerbResult.of(data, fmt=fmt)
+    return VerbResult.of(data, data["markdown"])
+
+
+def _profile(node: Node, requested: HmId, text: str, fmt: str) -> VerbResult:
+    profile = node.profile(requested.uid)
+    if profile is None:
+        raise NotFound(f"No profile published for {requested.uid}.")
+    data = {"summary": f"Profile of {requested.uid}: {profile['name']}.", "requestedId": text,
+            "id": f"hm://{requested.uid}", **profile}
+    return VerbResult.of(data, _metadata_lines(profile), fmt=fmt)
+
+
+def _metadata_lines(values: dict[str, Any]) -> str | None:
+    return "\n".join(f"- {k}: {v}" for k, v in values.items()) or None

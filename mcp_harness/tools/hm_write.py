@@ -1,0 +1,380 @@
+"""`write hm://<account>/<path>`: publish signed documents and comments on the embedded node (HARNESS §12).
+
+The write path refuses rather than guesses, and every refusal names what was wrong and what is accepted: unknown
+option keys (with hints for retired spellings), a document without a name, a nested path without its parent, a
+malformed or dangling `hm://` link (checked before anything is signed), content over 256 KiB, a write without the
+publish grant. `dryRun: true` runs every check and builds every blob, then stores nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_harness.errors import BadRequest, Forbidden, NotFound, TooLarge
+from mcp_harness.grants import may
+from mcp_harness.hypermedia import hm_links
+from mcp_harness.hypermedia.blobs import Blob
+from mcp_harness.hypermedia.ids import HmId, parse_hm_id, tsid, version_string
+from mcp_harness.hypermedia.markdown import (
+    diff_operations,
+    document_operations,
+    match_block_ids,
+    metadata_operations,
+    parse_markdown,
+)
+from mcp_harness.hypermedia.node import Document, Node, comment_body, hm_url
+from mcp_harness.identity.keys import KeyPair
+from mcp_harness.tools.base import VerbContext, VerbResult, refuse_unknown_options
+
+MAX_CONTENT_BYTES = 256 * 1024
+MAX_METADATA_BYTES = 16 * 1024
+PUBLISH_REFUSAL = (
+    'Publishing is not enabled for this agent. The owner can grant "Publish Seed content" in its tool settings.'
+)
+BASE_OPTIONS = ("action", "signer", "input", "skipLinkCheck")
+ACTION_OPTIONS: dict[str, tuple[str, ...]] = {
+    "document": (*BASE_OPTIONS, "name", "metadata"),
+    "update": (*BASE_OPTIONS, "name", "metadata"),
+    "comment": (*BASE_OPTIONS, "target", "replyTo"),
+    "move": (*BASE_OPTIONS, "toPath"),
+    "redirect": (*BASE_OPTIONS, "toUrl"),
+    "delete": BASE_OPTIONS,
+    "fork": (*BASE_OPTIONS, "fromUrl"),
+}
+FROM_PATH_OPTIONS = ("fromPath", "signer")
+OPTIONS_HINT = "Extra command fields belong in options.input, never as loose option keys."
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a write lands: the space (account), the path, and who signs."""
+
+    space: str
+    path: str
+    signer: KeyPair
+
+    @property
+    def url(self) -> str:
+        return hm_url(self.space, self.path)
+
+
+def write_hm(ctx: VerbContext, text: str, content: object, options: dict[str, Any], dry_run: bool) -> VerbResult:
+    """Dispatch a hypermedia write on `options.action` (default: create a document)."""
+    address = parse_hm_id(text)
+    if "fromPath" in options:
+        refuse_unknown_options(f"write {text} with fromPath", options, FROM_PATH_OPTIONS)
+        content = _memory_markdown(ctx, options["fromPath"])
+        action = "publish"
+    else:
+        action = options.get("action", "document")
+        if not isinstance(action, str) or not action:
+            raise BadRequest(f"options.action must be a string: one of {', '.join(ACTION_OPTIONS)}.")
+        allowed = ACTION_OPTIONS.get(action, (*BASE_OPTIONS, "name", "metadata"))
+        refuse_unknown_options(f"write hm:// ({action})", options, allowed, OPTIONS_HINT)
+        if action not in ACTION_OPTIONS:
+            if "." in action:
+                raise BadRequest(
+                    f'Raw command "{action}" needs a Seed server; the embedded node publishes documents itself. '
+                    f"Supported actions here: {', '.join(ACTION_OPTIONS)}."
+                )
+            raise BadRequest(f'Unknown write action "{action}". Supported: {", ".join(ACTION_OPTIONS)}.')
+        if options.get("input") not in (None, {}):
+            raise BadRequest("options.input carries the fields of a raw dotted command; this action takes none.")
+    skip = options.get("skipLinkCheck", False)
+    if not isinstance(skip, bool):
+        raise BadRequest("options.skipLinkCheck must be a boolean.")
+    if not may(ctx.harness, ctx.agent.definition, "publish"):
+        raise Forbidden(PUBLISH_REFUSAL)
+    if address.version or address.block_ref:
+        raise BadRequest(f"write takes a document address without ?v= or #block: hm://{address.uid}/<path>.")
+    node: Node = ctx.harness.hypermedia
+    path = _path_of(address)
+    target = Target(address.uid, path, _signer(ctx, address.uid, path, options.get("signer")))
+    body = _content(content)
+    handler = _HANDLERS[action]
+    published, data = handler(node, target, body, options, skip)
+    data["signer"] = target.signer.account_id
+    data["dryRun"] = dry_run
+    data["blobs"] = [str(b.cid) for b in published]
+    if dry_run:
+        data["summary"] = f"Dry run: {data['summary']} Nothing was signed into the store or published."
+    else:
+        node.publish(published)
+    return VerbResult.of(data)
+
+
+def _path_of(address: HmId) -> str:
+    for segment in address.path:
+        if not segment or segment.startswith(":") or any(c in segment for c in "\"'") or not segment.isprintable():
+            raise BadRequest(
+                f"Invalid path segment {segment!r} in hm://{address.uid}/{'/'.join(address.path)}: segments are "
+                "non-empty, printable, without quotes, and do not start with ':' (reserved for read views)."
+            )
+    return "".join(f"/{s}" for s in address.path)
+
+
+def _signer(ctx: VerbContext, space: str, path: str, wanted: object) -> KeyPair:
+    from mcp_harness.identity.identities import identities_of, load_keypair
+
+    identities = identities_of(ctx.harness, ctx.agent.definition)
+    if not identities:
+        raise Forbidden(
+            "This agent has no signing identity to publish with. The owner creates one (`mcp-harness identity "
+            "create --label NAME`) and lists it in the agent's signingKeys."
+        )
+    choices = ", ".join(f"{i.label} ({i.account_id})" for i in identities)
+    if wanted is not None:
+        if not isinstance(wanted, str) or not wanted.strip():
+            raise BadRequest(f"options.signer must be a profile name or public key: one of {choices}.")
+        found = [i for i in identities if wanted.strip() in (i.label, i.account_id, i.name)]
+        if not found:
+            raise BadRequest(f"options.signer {wanted!r} is not one of this agent's identities: {choices}.")
+        identity = found[0]
+    else:
+        own = [i for i in identities if i.account_id == space]
+        if own:
+            identity = own[0]
+        elif len(identities) == 1:
+            identity = identities[0]
+        else:
+            raise BadRequest(f"Several identities could sign for hm://{space}; pass options.signer: one of {choices}.")
+    node: Node = ctx.harness.hypermedia
+    if identity.account_id != space and not node.store.has_capability(space, identity.account_id, path):
+        raise Forbidden(
+            f"{identity.label} ({identity.account_id}) cannot write in hm://{space}: it is not that account and holds "
+            f"no WRITER capability covering {path or 'the home document'}. Write under hm://{identity.account_id}/…"
+        )
+    return load_keypair(ctx.harness, identity.name)
+
+
+def _content(content: object) -> str | None:
+    if content is None:
+        return None
+    if not isinstance(content, str):
+        raise BadRequest("write hm:// content must be markdown text.")
+    size = len(content.encode("utf-8", "surrogatepass"))
+    if size > MAX_CONTENT_BYTES:
+        raise TooLarge(
+            f"Content is {size} bytes; a document or comment holds at most {MAX_CONTENT_BYTES} bytes (256 KiB). "
+            "Split it into several documents."
+        )
+    return content
+
+
+def _memory_markdown(ctx: VerbContext, from_path: object) -> str:
+    from mcp_harness.space.paths import normalize_memory_path
+
+    if not isinstance(from_path, str) or not from_path.strip():
+        raise BadRequest("options.fromPath must name a markdown file in ~/memory, e.g. notes/post.md.")
+    rest = from_path.strip().removeprefix("~/memory/").removeprefix("~/memory")
+    path = normalize_memory_path(rest)
+    file = ctx.harness.memory(ctx.agent).read_file(path)
+    if file.text is None:
+        raise BadRequest(f"{path} is a binary file; publish markdown text as a document.")
+    if file.entry.size > MAX_CONTENT_BYTES:
+        raise TooLarge(f"{path} is {file.entry.size} bytes; a document holds at most {MAX_CONTENT_BYTES} bytes.")
+    return file.text
+
+
+def _metadata(options: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    metadata = dict(base)
+    extra = options.get("metadata")
+    if extra is not None:
+        if not isinstance(extra, dict):
+            raise BadRequest("options.metadata must be an object, e.g. {name, summary, icon}.")
+        metadata.update(extra)
+    name = options.get("name")
+    if name is not None:
+        if not isinstance(name, str) or not name.strip():
+            raise BadRequest("options.name must be a non-empty string: the document's name.")
+        metadata["name"] = name.strip()
+    from mcp_harness.hypermedia.cbor import encode
+
+    if len(encode(metadata)) > MAX_METADATA_BYTES:
+        raise TooLarge(f"Document metadata is over {MAX_METADATA_BYTES} bytes once encoded; keep it small.")
+    return metadata
+
+
+def _live(node: Node, target: Target) -> Document | None:
+    ref = node.ref(target.space, target.path)
+    if ref is None or ref.is_tombstone or ref.is_redirect:
+        return None
+    return node.document(target.space, target.path)
+
+
+def _require(node: Node, target: Target) -> Document:
+    document = _live(node, target)
+    if document is None:
+        raise NotFound(f"No document at {target.url} to change. Create it first (the default action).")
+    return document
+
+
+def _create(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
+    if body is None:
+        raise BadRequest(f"Creating {target.url} requires content (markdown).")
+    parsed = parse_markdown(body)
+    metadata = _metadata(options, parsed.metadata)
+    if not isinstance(metadata.get("name"), str) or not metadata["name"].strip():
+        raise BadRequest(
+            "A document needs a name: pass options.name, options.metadata.name, or a `name:` (or `title:`) line in "
+            "the markdown frontmatter."
+        )
+    if target.path.count("/") > 1:
+        parent = target.path.rsplit("/", 1)[0]
+        ref = node.ref(target.space, parent)
+        if ref is None or ref.is_tombstone:
+            raise BadRequest(
+                f"Cannot create {target.url}: its parent hm://{target.space}{parent} does not exist. Create the "
+                "parent first (or choose a shallower path)."
+            )
+    hm_links.check(node, parsed.tree, skip)
+    ops = metadata_operations(metadata) + document_operations(parsed.tree)
+    published = node.create(target.signer, target.space, target.path, ops)
+    return published, _published_data("Published", target, published, metadata, "document")
+
+
+def _update(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
+    document = _require(node, target)
+    ops: list[dict[str, Any]] = []
+    frontmatter: dict[str, Any] = {}
+    if body is not None:
+        parsed = parse_markdown(body)
+        frontmatter = parsed.metadata
+        tree = match_block_ids(document.state.tree, parsed.tree)
+        hm_links.check(node, tree, skip)
+        ops.extend(diff_operations(document.state.tree, tree))
+    wanted = _metadata(options, frontmatter)
+    changed = {k: v for k, v in wanted.items() if document.state.metadata.get(k) != v}
+    if body is None and not wanted:
+        raise BadRequest("update needs content (a new body) or options.name / options.metadata (metadata only).")
+    ops = metadata_operations(changed) + ops
+    if not ops:
+        data = {"summary": f"{target.url} already says exactly that; nothing to publish.", "action": "update",
+                "id": target.url, "version": document.version}
+        return [], data
+    published = node.update(target.signer, document, ops)
+    return published, _published_data("Updated", target, published, {**document.state.metadata, **changed}, "update")
+
+
+def _publish_memory(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
+    if _live(node, target) is None:
+        return _create(node, target, body, {}, skip)
+    return _update(node, target, body, {}, skip)
+
+
+def _comment(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
+    if body is None or not body.strip():
+        raise BadRequest("A comment needs content (markdown).")
+    on = target
+    raw_target = options.get("target")
+    if raw_target is not None:
+        if not isinstance(raw_target, str):
+            raise BadRequest("options.target must be the hm:// address of the document to comment on.")
+        parsed_target = parse_hm_id(raw_target)
+        if parsed_target.block_ref:
+            raise BadRequest(
+                "Comments attach to a whole document; quote a block by embedding <hm://…#block> in the content."
+            )
+        on = Target(parsed_target.uid, _path_of(parsed_target), target.signer)
+    document = _require(node, on)
+    reply = None
+    reply_to = options.get("replyTo")
+    if reply_to is not None:
+        if not isinstance(reply_to, str) or "/" not in reply_to.removeprefix("hm://"):
+            raise BadRequest("options.replyTo must be a comment id: <author>/<tsid> or hm://<author>/<tsid>.")
+        author, _, comment_tsid = reply_to.removeprefix("hm://").partition("/")
+        reply = node.comment(author, comment_tsid)
+    parsed = parse_markdown(body)
+    hm_links.check(node, parsed.tree, skip)
+    blob = node.comment_blob(target.signer, document, comment_body(parsed.tree), reply)
+    comment_id = f"{target.signer.account_id}/{tsid(blob.ts, blob.data)}"
+    data = {"summary": f"Commented on {on.url} as hm://{comment_id}.", "action": "comment",
+            "id": f"hm://{comment_id}", "target": on.url, "version": document.version}
+    if reply is not None:
+        data["replyTo"] = reply.id
+    return [blob], data
+
+
+def _move(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
+    document = _require(node, target)
+    raw = options.get("toPath")
+    if not isinstance(raw, str) or not raw.strip():
+        raise BadRequest("move needs options.toPath: the new path in the same account, e.g. /notes/2026.")
+    text = raw.strip()
+    to = parse_hm_id(text) if text.startswith("hm://") else parse_hm_id(f"hm://{target.space}/{text.lstrip('/')}")
+    if to.uid != target.space:
+        raise BadRequest("move stays within one account; publish a copy with action fork to go elsewhere.")
+    to_path = _path_of(to)
+    if not to_path or to_path == target.path or not target.path:
+        raise BadRequest("move needs a different, non-home path, and the home document cannot move.")
+    published = node.move(target.signer, document, to_path)
+    data = {"summary": f"Moved {target.url} to {hm_url(target.space, to_path)}; the old address redirects there.",
+            "action": "move", "id": hm_url(target.space, to_path), "from": target.url, "version": document.version}
+    return published, data
+
+
+def _redirect(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
+    document = _require(node, target)
+    raw = options.get("toUrl")
+    if not isinstance(raw, str) or not raw.strip().startswith("hm://"):
+        raise BadRequest("redirect needs options.toUrl: the hm:// address readers should be sent to.")
+    to = parse_hm_id(raw.strip())
+    to_path = _path_of(to)
+    if not target.path:
+        raise BadRequest("The home document cannot redirect (Seed refuses it).")
+    if (to.uid, to_path) == (target.space, target.path):
+        raise BadRequest("A document cannot redirect to itself.")
+    if not skip and node.ref(to.uid, to_path) is None:
+        raise BadRequest(f"Redirect target {hm_url(to.uid, to_path)} does not exist; pass skipLinkCheck: true "
+                         "to redirect there anyway.")
+    blob = node.redirect(target.signer, document, to.uid, to_path)
+    data = {"summary": f"{target.url} now redirects to {hm_url(to.uid, to_path)}.", "action": "redirect",
+            "id": target.url, "to": hm_url(to.uid, to_path)}
+    return [blob], data
+
+
+def _delete(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
+    document = _require(node, target)
+    if not target.path:
+        raise BadRequest("The home document cannot be deleted (Seed refuses it); update it instead.")
+    blob = node.tombstone(target.signer, document)
+    return [blob], {"summary": f"Deleted {target.url}.", "action": "delete", "id": target.url}
+
+
+def _fork(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
+    raw = options.get("fromUrl")
+    if not isinstance(raw, str) or not raw.strip().startswith("hm://"):
+        raise BadRequest("fork needs options.fromUrl: the hm:// address (optionally ?v=…) of the document to copy.")
+    source_id = parse_hm_id(raw.strip())
+    source = node.document(source_id.uid, _path_of(source_id), source_id.version)
+    if _live(node, target) is not None:
+        raise BadRequest(f"{target.url} already exists; fork into a new path.")
+    metadata = _metadata(options, source.state.metadata)
+    ops = metadata_operations(metadata) + document_operations(source.state.tree)
+    published = node.create(target.signer, target.space, target.path, ops)
+    data = _published_data("Forked", target, published, metadata, "fork")
+    data["from"] = f"{source.id}?v={source.version}"
+    return published, data
+
+
+def _published_data(verb: str, target: Target, published: list[Blob], metadata: dict[str, Any], action: str):
+    change = next(b for b in reversed(published) if b.type == "Change")
+    version = version_string([change.cid])
+    name = metadata.get("name")
+    return {"summary": f"{verb} {target.url} ({name or 'untitled'}), version {version}.", "action": action,
+            "id": target.url, "version": version, "name": name}
+
+
+Handler = Callable[[Node, Target, "str | None", dict[str, Any], bool], tuple[list[Blob], dict[str, Any]]]
+_HANDLERS: dict[str, Handler] = {
+    "document": _create,
+    "update": _update,
+    "publish": _publish_memory,
+    "comment": _comment,
+    "move": _move,
+    "redirect": _redirect,
+    "delete": _delete,
+    "fork": _fork,
+}
