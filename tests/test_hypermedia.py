@@ -81,6 +81,8 @@ async def test_create_reads_back_as_markdown_with_block_ids_and_as_json(client: 
     assert "Field notes" in markdown.split("---")[1] and "# Birds" in markdown and "**three**" in markdown
     assert "[river](https://example.org/river)" in markdown and "```python" in markdown
     assert len(ids_of(markdown)) >= 5
+    resource = await client.read_resource(url)
+    assert resource.contents[0].text == markdown  # pyright: ignore[reportAttributeAccessIssue]
     as_json = await call(client, "read", {"address": url, "format": "json"})
     assert as_json["metadata"] == {"name": "Field notes", "summary": "What we saw"}
     heading = as_json["content"][0]

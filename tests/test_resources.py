@@ -17,7 +17,12 @@ pytestmark = pytest.mark.anyio
 
 async def test_templates_cover_the_readable_addresses(client: Client) -> None:
     templates = (await client.list_resource_templates()).resource_templates
-    assert [t.uri_template for t in templates] == ["harness://memory/{path}", "harness://tools/{name}", "thread:{id}"]
+    assert [t.uri_template for t in templates] == [
+        "harness://memory/{path}",
+        "harness://tools/{name}",
+        "thread:{id}",
+        "hm://{account}/{path}",
+    ]
 
 
 async def test_resources_list_pages_through_memory_files(client: Client, harness: Harness) -> None:

@@ -44,6 +44,14 @@ RESOURCE_TEMPLATES = [
         description="A session's last 200 events, each with its actor.",
         mime_type="text/markdown",
     ),
+    types.ResourceTemplate(
+        name="hypermedia",
+        title="Hypermedia document",
+        uri_template="hm://{account}/{path}",
+        description="A signed document on the embedded node as Seed markdown with block ids (also ?v=, #block, "
+        "and the /:directory, /:attributes, /:profile, /:comments views), or a comment hm://{author}/{tsid}.",
+        mime_type="text/markdown",
+    ),
 ]
 
 
@@ -103,11 +111,11 @@ def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.Li
 
 def read_resource_sync(binding: SessionBinding, uri: str) -> types.ReadResourceResult:
     address = parse_address(uri)
-    if address is None or address.kind not in ("memory", "self", "tools", "plan", "thread"):
+    if address is None or address.kind not in ("memory", "self", "tools", "plan", "thread", "hm"):
         raise MCPError(
             RESOURCE_NOT_FOUND,
             f"Unknown resource {uri}. Resources: harness://memory/{{path}}, "
-            "harness://tools/{name}, harness://self, harness://plan, thread:{id}.",
+            "harness://tools/{name}, harness://self, harness://plan, thread:{id}, hm://{account}/{path}.",
         )
     try:
         ctx = binding.context_sync(create=False)
@@ -132,6 +140,10 @@ def read_resource_sync(binding: SessionBinding, uri: str) -> types.ReadResourceR
                 result = read_verb.read_tools(ctx, address, "markdown")
             case "plan":
                 result = read_verb.read_plan(ctx, "markdown")
+            case "hm":
+                from mcp_harness.tools.hm_read import read_hm
+
+                result = read_hm(ctx, address.rest, "markdown")
             case _:
                 if address.listing:
                     result = threads.list_threads(ctx, {}, "markdown")
@@ -142,6 +154,8 @@ def read_resource_sync(binding: SessionBinding, uri: str) -> types.ReadResourceR
         raise MCPError(code, exc.message) from None
     is_json = address.kind == "memory"
     text = json.dumps(result.data, indent=2) if is_json else result.text
+    if address.kind == "hm" and isinstance(result.data.get("markdown"), str):
+        text = result.data["markdown"]  # the document itself, as the client would save or show it
     mime = "application/json" if is_json else "text/markdown"
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
 
