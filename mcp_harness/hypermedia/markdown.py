@@ -60,7 +60,8 @@ ID_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 
 def new_block_id() -> str:
     """A fresh block id: 8 characters of `[A-Za-z0-9_-]`, as the client generates them."""
-    return "".join(secrets.choice(ID_CHARS) for _ in range(8))
+    # 64 characters, so each random byte's low six bits pick one uniformly: one urandom call instead of eight.
+    return "".join(ID_CHARS[b & 63] for b in secrets.token_bytes(8))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ byte for byte.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import unicodedata
@@ -140,6 +141,7 @@ def sort_keys_deep(value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
 def locale_compare_key(s: str) -> tuple[tuple[tuple[int, int | str], ...], tuple[int, ...]]:
     """An approximation of `String.prototype.localeCompare` (ICU root collation) that agrees with it on metadata
     keys: punctuation before digits before letters, letters compared without case or accents first, then
