@@ -11,12 +11,9 @@ import base64
 import hashlib
 import json
 import math
-import shutil
-import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
@@ -32,9 +29,7 @@ from mcp_harness.hypermedia import (
     encode,
     from_json,
 )
-
-ORACLE_DIR = Path(__file__).parent / "js"
-INSTALL_HINT = "`make test` installs them (it runs `npm ci --prefix tests/js`)"
+from tests.js_oracle import run_js
 
 HELLO = cid_of(b"hello")
 EMPTY_RAW = cid_of(b"", RAW)
@@ -164,28 +159,9 @@ def _as_decoded(value: object) -> object:
 @pytest.fixture(scope="module")
 def oracle() -> dict[str, dict[str, str]]:
     """The reference's answer for every case, keyed by case id (`native:<id>` / `json:<id>`)."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail(
-            "Node.js is not on PATH; the DAG-CBOR tests need it to run the JS reference encoder. Install Node.js "
-            f"(>= 18, e.g. `apt-get install nodejs npm`); for the npm packages it uses, {INSTALL_HINT}"
-        )
-    if not (ORACLE_DIR / "node_modules" / "@ipld" / "dag-cbor").is_dir():
-        pytest.fail(f"the JS reference packages are not installed in {ORACLE_DIR / 'node_modules'}; {INSTALL_HINT}")
     ids = [f"native:{key}" for key in NATIVE_CASES] + [f"json:{key}" for key in JSON_CASES]
     documents = [json.dumps(_oracle_json(value)) for value in NATIVE_CASES.values()] + list(JSON_CASES.values())
-    completed = subprocess.run(
-        [node, str(ORACLE_DIR / "oracle.mjs")],
-        input=json.dumps(documents),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
-    if completed.returncode != 0:
-        pytest.fail(f"the JS reference encoder failed ({INSTALL_HINT}):\n{completed.stderr}")
-    results = json.loads(completed.stdout)
+    results = run_js("oracle.mjs", documents, package="@ipld/dag-cbor")
     assert len(results) == len(ids)
     return dict(zip(ids, results, strict=True))
 

@@ -12,12 +12,8 @@ which `make test` installs; without them these tests fail rather than skip.
 from __future__ import annotations
 
 import hashlib
-import json
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,9 +31,7 @@ from mcp_harness.hypermedia.cid import (
 )
 from mcp_harness.hypermedia.ids import tsid
 from mcp_harness.identity.keys import KeyPair
-
-ORACLE = Path(__file__).parent / "js" / "seed_oracle.mjs"
-INSTALL_HINT = "run `make test`, which installs them (`npm ci --prefix tests/js`)"
+from tests.js_oracle import run_seed_oracle
 
 # HYPERMEDIA §2: Seed's SLIP-10 test vector seed and the account id it gives.
 VECTOR_SEED = bytes.fromhex("0dd692e7e203e73ef684b767e35396472c73c030593b6c1d05792c09331fb1fa")
@@ -258,28 +252,7 @@ def _client_command(name: str, command: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_oracle(commands: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail(
-            "Node.js is not on PATH; these tests run the official Seed client as their reference. Install Node.js "
-            f"(>= 18); for the client and its packages, {INSTALL_HINT}"
-        )
-    if not (ORACLE.parent / "node_modules" / "@seed-hypermedia" / "client").is_dir():
-        pytest.fail(f"@seed-hypermedia/client is not installed in {ORACLE.parent / 'node_modules'}; {INSTALL_HINT}")
-    completed = subprocess.run(
-        [node, str(ORACLE)],
-        input=json.dumps(commands),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
-    if completed.returncode != 0:
-        pytest.fail(f"the Seed client oracle failed ({INSTALL_HINT}):\n{completed.stderr}")
-    answers = json.loads(completed.stdout)
-    assert len(answers) == len(commands)
-    return answers
+    return run_seed_oracle(commands)
 
 
 def _raw_sign(key: KeyPair, value: dict[str, Any]) -> bytes:

@@ -7,10 +7,6 @@ agreeing with nothing would prove nothing.
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +15,7 @@ from mcp_harness.errors import BadRequest
 from mcp_harness.hypermedia.cid import cid_of
 from mcp_harness.hypermedia.ids import ACCEPTED_FORM, HmId, pack_hm_id, parse_hm_id, parse_version, version_string
 from mcp_harness.identity.keys import KeyPair
-
-ORACLE = Path(__file__).parent / "js" / "seed_oracle.mjs"
-INSTALL_HINT = "run `make test`, which installs them (`npm ci --prefix tests/js`)"
+from tests.js_oracle import run_seed_oracle
 
 ACCOUNT = KeyPair.from_seed(bytes(range(32))).account_id
 OTHER = KeyPair.from_seed(bytes(32)).account_id
@@ -128,28 +122,7 @@ def _js_hm_id(hm: HmId) -> dict[str, Any]:
 
 
 def _run_oracle(commands: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail(
-            "Node.js is not on PATH; these tests run the official Seed client as their reference. Install Node.js "
-            f"(>= 18); for the client and its packages, {INSTALL_HINT}"
-        )
-    if not (ORACLE.parent / "node_modules" / "@seed-hypermedia" / "client").is_dir():
-        pytest.fail(f"@seed-hypermedia/client is not installed in {ORACLE.parent / 'node_modules'}; {INSTALL_HINT}")
-    completed = subprocess.run(
-        [node, str(ORACLE)],
-        input=json.dumps(commands),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
-    if completed.returncode != 0:
-        pytest.fail(f"the Seed client oracle failed ({INSTALL_HINT}):\n{completed.stderr}")
-    answers = json.loads(completed.stdout)
-    assert len(answers) == len(commands)
-    return answers
+    return run_seed_oracle(commands)
 
 
 QUIRK = f"hm://{ACCOUNT}/a/b/?v={V1}&l#x[1:2]"

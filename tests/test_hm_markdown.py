@@ -13,13 +13,9 @@ points (HYPERMEDIA §3), so client offsets are converted before comparing. Offse
 from __future__ import annotations
 
 import copy
-import json
 import random
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,9 +39,7 @@ from mcp_harness.hypermedia.markdown import (
     render_markdown,
 )
 from mcp_harness.hypermedia.markdown_inline import merge_annotations
-
-ORACLE = Path(__file__).parent / "js" / "markdown_oracle.mjs"
-INSTALL_HINT = "run `make test`, which installs them (`npm ci --prefix tests/js`)"
+from tests.js_oracle import run_js
 
 HM = "hm://z6MkhUgmKmFbBGSDbSTGtA8UFZBLAzWuN3o8BnuPXTJvGLGg"
 
@@ -355,13 +349,6 @@ def _render_request(tree: tuple[BlockNode, ...], metadata: dict[str, Any]) -> di
 
 @pytest.fixture(scope="module")
 def oracle() -> dict[str, list[Any]]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail(
-            f"Node.js is not installed, and the markdown tests check against the JS Seed client; {INSTALL_HINT}"
-        )
-    if not (ORACLE.parent / "node_modules" / "@seed-hypermedia" / "client").is_dir():
-        pytest.fail(f"the Seed client is not installed in {ORACLE.parent / 'node_modules'}; {INSTALL_HINT}")
     corpus_parses = [parse(md) for md in CORPUS.values()]
     rich = _canonical(_from_json(RENDER_TREES["rich blocks"]))
     request = {
@@ -383,12 +370,7 @@ def oracle() -> dict[str, list[Any]]:
         ],
         "frontmatter": FRONTMATTER_CASES,
     }  # fmt: skip
-    completed = subprocess.run(
-        [node, str(ORACLE)], input=json.dumps(request), capture_output=True, text=True, encoding="utf-8", check=False
-    )
-    if completed.returncode != 0:
-        pytest.fail(f"the JS Seed client failed ({INSTALL_HINT}):\n{completed.stderr}")
-    return json.loads(completed.stdout)
+    return run_js("markdown_oracle.mjs", request)
 
 
 # --- offset units ---------------------------------------------------------------------------------------------------

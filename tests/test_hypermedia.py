@@ -27,7 +27,7 @@ from mcp_harness.identity.identities import (
 )
 from mcp_harness.identity.keys import KeyPair
 from tests.conftest import call, refused
-from tests.hm_oracle import verify_all_blobs
+from tests.js_oracle import verify_all_blobs
 
 pytestmark = pytest.mark.anyio
 
