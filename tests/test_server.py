@@ -52,13 +52,11 @@ async def test_every_verb_call_is_logged_with_actor_agent(client: Client, harnes
 @pytest.mark.parametrize(
     ("verb", "arguments", "fragment"),
     [
-        ("read", {"address": "hm://z6MkAccount/doc"}, "Hypermedia documents"),
         ("read", {"address": "ipfs://bafybeigdyrzt"}, "IPFS"),
         ("read", {"address": "activity:"}, "activity feed"),
         ("read", {"address": "attachment:" + "a" * 64}, "attachments"),
         ("read", {"address": "~/triggers/"}, "Triggers"),
         ("write", {"address": "~/triggers/daily", "content": "{}"}, "Triggers"),
-        ("write", {"address": "hm://z6MkAccount/doc", "content": "# x"}, "Hypermedia documents"),
         ("write", {"address": "ipfs://", "options": {"fromPath": "~/memory/a"}}, "IPFS"),
     ],
 )
