@@ -49,6 +49,21 @@ RULES: list[dict[str, Any]] = [
     },
     {"when": "Go deeper", "turns": [{"toolCalls": [delegate_call("Go deeper")]}, {"text": "bottom"}]},
     {
+        "when": "Interleave calls",
+        "turns": [
+            {
+                "toolCalls": [
+                    delegate_call("Quick child one"),
+                    delegate_call("x", prompt="persona", agentId="other"),
+                    delegate_call("Quick child two"),
+                    {"name": "no_such_tool", "input": {}},
+                    delegate_call("Quick child three"),
+                ]
+            },
+            {"text": "all back"},
+        ],
+    },
+    {
         "when": "Try executing",
         "turns": [
             {
@@ -140,6 +155,26 @@ async def test_children_of_one_reply_run_at_the_same_time(client: Client, script
     assert len(children) == 3 and all(c.status == "succeeded" for c in children)
     results = [e for e in scripted.sessions.events(result["sessionId"]) if e.type == "tool_result"]
     assert len(results) == 3, "each child's result is delivered exactly once"
+
+
+async def test_a_reply_mixing_delegates_with_other_calls_answers_each_once_in_order(
+    client: Client, scripted: Harness
+) -> None:
+    """Consecutive delegate calls are spawned together; a refused one is answered alone; a call between two
+    groups runs between them; the run parks once on every child of the reply and resumes when all are back."""
+    with anyio.fail_after(20):
+        result = await call(client, "delegate", {"brief": "Interleave calls"})
+    assert result["status"] == "succeeded" and result["output"] == {"text": "all back"}
+    events = scripted.sessions.events(result["sessionId"])
+    calls = [e.payload["id"] for e in events if e.type == "tool_call"]
+    assert calls == [f"call-0-{i}" for i in range(5)], "the calls are logged in the reply's order"
+    answers = {e.payload["toolCallId"]: e.payload for e in events if e.type == "tool_result"}
+    assert sorted(answers) == sorted(calls), "every call has exactly one result"
+    assert answers["call-0-1"]["error"] == "Provide either prompt or agentId, not both."
+    assert answers["call-0-3"]["error"] == "Unknown tool no_such_tool."
+    assert [answers[c]["output"]["status"] for c in ("call-0-0", "call-0-2", "call-0-4")] == ["succeeded"] * 3
+    assert len(scripted.runs.children(result["runId"])) == 3
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
 
 
 async def test_parallel_delegates_from_one_client_run_concurrently(client: Client) -> None:

@@ -187,6 +187,57 @@ def test_claim_skips_other_kinds_future_work_and_busy_sessions(db: Database, sto
     assert store.next_due_at() == store.get(later.id).not_before
 
 
+def test_claim_batch_claims_what_each_kind_allows_and_starts_it_in_one_transaction(
+    db: Database, store: RunStore
+) -> None:
+    busy = session(db, "s-busy")
+    runs = [add(store, f"r{i}") for i in range(3)]
+    for i, run in enumerate(runs):
+        set_created(db, run.id, i + 1)
+    first, second = add(store, "first turn", session_id=busy), add(store, "second turn", session_id=busy)
+    set_created(db, first.id, 10)
+    set_created(db, second.id, 11)
+    flow = add(store, "script", kind="workflow")
+    claimed = store.claim_batch("me", {"agent": 3, "workflow": 5}, lease_ms=30_000, exclude={runs[0].id})
+    # Oldest first, one turn per session, the excluded run left alone, every claim already running.
+    assert [r.title for r in claimed] == ["r1", "r2", "first turn", "script"]
+    assert all((r.status, r.lease_owner, r.attempt) == ("running", "me", 1) for r in claimed)
+    assert all(r.started_at is not None and r == store.get(r.id) for r in claimed)
+    assert store.get(runs[0].id).status == "queued" and store.get(second.id).status == "queued"
+    assert claimed[-1].id == flow.id
+    assert store.claim_batch("me", {"agent": 0, "workflow": 0}) == []
+
+
+def test_pending_reports_due_timers_due_queued_work_and_the_next_due_time(store: RunStore) -> None:
+    assert store.pending() == (False, False, None)
+    later = store.park(add(store).id, {"reason": "timer", "wakeAt": now_ms() + 60_000})
+    assert store.pending() == (False, False, later.not_before)
+    add(store)
+    assert store.pending() == (False, True, later.not_before)
+    due = store.park(add(store).id, {"reason": "timer", "wakeAt": now_ms() - 1})
+    assert store.pending() == (True, True, due.not_before)
+
+
+def test_after_commit_runs_once_the_outermost_transaction_commits(db: Database) -> None:
+    seen: list[str] = []
+    with db.transaction():
+        with db.transaction():
+            db.after_commit(lambda: seen.append("kept by a released savepoint"))
+        with pytest.raises(ValueError), db.transaction():
+            db.after_commit(lambda: seen.append("rolled back savepoint"))
+            raise ValueError
+        with pytest.raises(ValueError), db.transaction():  # a sibling savepoint's rollback drops only its own
+            raise ValueError
+        db.after_commit(lambda: seen.append("outer"))
+        assert seen == []
+    assert seen == ["kept by a released savepoint", "outer"]
+    with pytest.raises(ValueError), db.transaction():
+        db.after_commit(lambda: seen.append("rolled back transaction"))
+        raise ValueError
+    db.after_commit(lambda: seen.append("no transaction: at once"))
+    assert seen == ["kept by a released savepoint", "outer", "no transaction: at once"]
+
+
 def test_boot_sweep_requeues_claimed_and_running_runs_keeping_the_attempt(store: RunStore) -> None:
     a, b, c = add(store), add(store), add(store)
     for _ in range(3):
@@ -774,3 +825,123 @@ async def test_child_usage_reported_through_the_engine_rolls_up_to_the_parent(st
         "total": 10,
         "runs": 1,
     }
+
+
+class Effects(Fake):
+    """A fake executor with terminal effects: `settled` records each run in the `effects` table, in the terminal
+    transaction (and fails for a run titled "bad effects")."""
+
+    def __init__(self, db: Database, behave: Callable[[RunRecord], Awaitable[Outcome]] | None = None) -> None:
+        super().__init__(behave)
+        self.db = db
+        with db.transaction() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS effects (run_id TEXT, status TEXT)")
+
+    def settled(self, run: RunRecord) -> None:
+        with self.db.transaction() as conn:
+            assert conn.in_transaction
+            conn.execute("INSERT INTO effects VALUES (?, ?)", (run.id, run.status))
+            if run.title == "bad effects":
+                raise RuntimeError("boom")
+
+
+def effects(db: Database) -> list[tuple[str, str]]:
+    with db.reading() as conn:
+        return [(row[0], row[1]) for row in conn.execute("SELECT run_id, status FROM effects ORDER BY rowid")]
+
+
+@pytest.mark.anyio
+async def test_terminal_effects_commit_with_every_terminal_state_and_a_failing_one_rolls_back_alone(
+    db: Database, store: RunStore
+) -> None:
+    started = anyio.Event()
+
+    async def behave(run: RunRecord) -> Outcome:
+        if run.title == "waits":
+            started.set()
+            await anyio.sleep_forever()
+        return Succeeded(run.title)
+
+    executor = Effects(db, behave)
+    engine = RunEngine(store, {"agent": executor})
+    hooks = recorder(engine)
+    assert engine.applies_terminal_effects("agent") and not engine.applies_terminal_effects("workflow")
+    parked = add(store, "parked, then canceled")
+    store.park(parked.id, {"reason": "children", "toolCallIds": ["c"]})
+    with anyio.fail_after(5):
+        async with serving(engine):
+            ok = await engine.enqueue(account_id=ACCOUNT, title="ok", origin="user")
+            bad = await engine.enqueue(account_id=ACCOUNT, title="bad effects", origin="user")
+            assert (await engine.wait_for(ok.id)).status == "succeeded"
+            assert (await engine.wait_for(bad.id)).status == "succeeded"  # the terminal commit stands
+            waiting = await engine.enqueue(account_id=ACCOUNT, title="waits", origin="user")
+            await started.wait()
+            await engine.complete(waiting.id, Failed(code="x", message="from outside"))
+            assert await engine.cancel(parked.id)
+    assert effects(db) == [(ok.id, "succeeded"), (waiting.id, "failed"), (parked.id, "canceled")]
+    assert sorted(hooks) == sorted(
+        [(ok.id, "succeeded"), (bad.id, "succeeded"), (waiting.id, "failed"), (parked.id, "canceled")]
+    )
+
+
+@pytest.mark.anyio
+async def test_settle_now_commits_with_the_executors_last_write_and_fires_the_hooks_once(
+    db: Database, store: RunStore
+) -> None:
+    engine: RunEngine
+    with db.transaction() as conn:
+        conn.execute("CREATE TABLE replies (run_id TEXT)")
+
+    def last_write(run: RunRecord, outcome: Outcome) -> None:
+        with db.transaction() as conn:
+            conn.execute("INSERT INTO replies VALUES (?)", (run.id,))
+            settled = engine.settle_now(run.id, outcome)
+            assert settled is not None and settled.status == "succeeded"
+            assert engine._running[run.id].settled is None  # pyright: ignore[reportPrivateUsage]  (not committed yet)
+
+    async def finishes_early(run: RunRecord) -> Outcome:
+        await engine.offload(last_write, run, Succeeded("early"))
+        return Failed(code="ignored", message="the run already ended")
+
+    executor = Effects(db, finishes_early)
+    engine = RunEngine(store, {"agent": executor})
+    hooks = recorder(engine)
+    with anyio.fail_after(5):
+        async with serving(engine):
+            run = await engine.enqueue(account_id=ACCOUNT, title="early", origin="user")
+            done = await engine.wait_for(run.id)
+    assert (done.status, done.output) == ("succeeded", "early")
+    assert store.get(run.id).output == "early"
+    assert hooks == [(run.id, "succeeded")] and effects(db) == [(run.id, "succeeded")]
+    with db.reading() as conn:
+        assert conn.execute("SELECT run_id FROM replies").fetchall()[0][0] == run.id
+    assert engine.settle_now("not-executing", Succeeded()) is None
+
+
+@pytest.mark.anyio
+async def test_settle_now_after_a_cancel_was_requested_commits_canceled(store: RunStore) -> None:
+    """A cancel that reached the run's scope while its last write was under way sticks, as at the end of a run."""
+    engine: RunEngine
+    proceed = threading.Event()
+    writing = anyio.Event()
+
+    def last_write(run: RunRecord) -> None:
+        proceed.wait(5)
+        engine.settle_now(run.id, Succeeded("too late"))
+
+    async def slow_last_write(run: RunRecord) -> Outcome:
+        writing.set()
+        await engine.offload(last_write, run)
+        return Succeeded("too late")
+
+    engine = RunEngine(store, {"agent": Fake(slow_last_write)})
+    hooks = recorder(engine)
+    with anyio.fail_after(5):
+        async with serving(engine):
+            run = await engine.enqueue(account_id=ACCOUNT, title="canceled mid-write", origin="user")
+            await writing.wait()
+            engine._running[run.id].scope.cancel()  # pyright: ignore[reportPrivateUsage]  (what cancel() does)
+            proceed.set()
+            done = await engine.wait_for(run.id)
+    assert done.status == "canceled"
+    assert hooks == [(run.id, "canceled")]

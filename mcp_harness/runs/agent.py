@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -26,7 +27,7 @@ from mcp_harness.runs.prompt import (
     unmet_notice,
 )
 from mcp_harness.runs.replay import replay
-from mcp_harness.runs.resolve import pending_spawns, reconcile_session
+from mcp_harness.runs.resolve import deliver, pending_spawns, reconcile_session, settle_plan_step
 from mcp_harness.tools import delegate as delegate_verb
 from mcp_harness.tools.base import VerbContext, VerbResult
 from mcp_harness.tools.catalog import callable_spec, promoted_callables
@@ -102,15 +103,16 @@ class AgentExecutor:
         if run.session_id is None or run.agent_id is None:
             return Failed(code="config-error", message="An agent run needs a session and an agent.")
         try:
-            prepared = await anyio.to_thread.run_sync(self._prepare, run)
+            started = await self.harness.engine.offload(self._start, run)
         except HarnessError as exc:
             return Failed(code="config-error", message=exc.message)
-        if prepared is None:
+        if started is None:
             return Canceled()  # canceled between its claim and its start: nothing of it runs
-        turn, client = prepared
+        turn, client, first = started
         continuations = 0
         while True:
-            outcome = await self._model_turns(turn, client)
+            outcome = await self._model_turns(turn, client, first)
+            first = None
             if outcome is not None:
                 return outcome
             owed = turn.owed
@@ -130,6 +132,21 @@ class AgentExecutor:
             return Succeeded({"text": turn.last_text, "unmetObligations": owed})
 
     # -- set-up -----------------------------------------------------------------------------------------------
+
+    def _start(self, run: RunRecord) -> tuple[Turn, Any, ModelRequest | Exception] | None:
+        """`_prepare` and the first model request in one trip off the loop, so a run's model call starts as soon as
+        its set-up is done. Building the request may fail; that failure is handed back, and raised on the loop
+        where `_model_turns` would have raised it (a set-up failure is a config error, a request failure is not).
+        """
+        prepared = self._prepare(run)
+        if prepared is None:
+            return None
+        turn, client = prepared
+        try:
+            first: ModelRequest | Exception = self._request(turn)
+        except Exception as exc:  # re-raised by `_model_turns`, exactly as if built there
+            first = exc
+        return turn, client, first
 
     def _prepare(self, run: RunRecord) -> tuple[Turn, Any] | None:
         h = self.harness
@@ -181,49 +198,86 @@ class AgentExecutor:
             context_key=run.session_id,
         )
 
-    async def _model_turns(self, turn: Turn, client: Any) -> Outcome | None:
-        """Model replies and their tool calls until a reply calls nothing; None when the turn ended normally."""
-        h = self.harness
+    async def _model_turns(
+        self, turn: Turn, client: Any, first: ModelRequest | Exception | None = None
+    ) -> Outcome | None:
+        """Model replies and their tool calls until a reply calls nothing; None when the turn ended normally.
+        `first` is the first request when `_start` already built it."""
+        engine = self.harness.engine
         while True:
-            request = await anyio.to_thread.run_sync(self._request, turn)
+            if first is None:
+                request = await engine.offload(self._request, turn)
+            elif isinstance(first, Exception):
+                raise first
+            else:
+                request = first
+            first = None
             try:
                 response: ModelResponse = await client.complete(request)
             except ProviderError as exc:
                 return Failed(code=exc.code, message=exc.message, retryable=exc.retryable, http_status=exc.http_status)
-            await anyio.to_thread.run_sync(self._record_reply, turn, response)  # also computes `turn.owed`
-            turn.last_text = response.text or turn.last_text
+            await engine.offload(self._record_reply, turn, response)  # also computes `turn.owed`
             if not response.tool_calls:
                 return None
+            calls = response.tool_calls
             spawned: list[str] = []
-            for call in response.tool_calls:
-                if turn.delivered:
-                    break  # delivering the typed result ends the turn; later calls of this reply are not run
-                if await self._tool_call(turn, call):
-                    spawned.append(call.id)
+            parked: bool | None = None
+            i = 0
+            while i < len(calls) and not turn.delivered:  # delivering the typed result ends the turn
+                if calls[i].name != "delegate":
+                    await self._tool_call(turn, calls[i])
+                    i += 1
+                    continue
+                # A run of delegate calls is spawned in one trip and one transaction; when it ends the reply, the
+                # park goes in the same transaction (unless return_result already used up its tries: that fails).
+                end = i
+                while end < len(calls) and calls[end].name == "delegate":
+                    end += 1
+                last = end == len(calls) and turn.result_failures < MAX_RETURN_RESULT_TRIES
+                ids, parked = await engine.offload(self._delegate_group, turn, calls[i:end], spawned if last else None)
+                spawned += ids
+                i = end
             if turn.delivered:
                 return Succeeded(turn.payload)
             if turn.result_failures >= MAX_RETURN_RESULT_TRIES:
                 return Failed(code="output-schema", message="Sub-session could not produce a schema-valid result")
             if spawned:
-                h.engine.wake()
-                parked = await anyio.to_thread.run_sync(self._park_unless_answered, turn, spawned)
+                engine.wake()
+                if parked is None:
+                    parked = await engine.offload(self._park_unless_answered, turn, spawned)
                 if parked:
                     return Parked({"reason": "children", "toolCallIds": spawned})
 
     def _record_reply(self, turn: Turn, response: ModelResponse) -> None:
-        """The reply and its usage, in one trip off the loop (usage accumulates on the run, HARNESS §8)."""
-        assert turn.run.session_id is not None
+        """The reply and its usage in one trip and one transaction (usage accumulates on the run, HARNESS §8).
+
+        A reply that calls nothing, with nothing owed, ends the run: its success commits in the same transaction
+        (`RunEngine.settle_now`), and with it the result's delivery to the parent (`settled`), so the run's last
+        write is its terminal commit and a crash cannot land between the two."""
+        h = self.harness
+        run = turn.run
+        assert run.session_id is not None
         usage = response.usage.to_json()
-        if any(usage.values()):
-            self.harness.runs.add_usage(turn.run.id, usage)
         meta: dict[str, Any] = {
             "model": response.model or turn.agent.definition.model,
             "provider": turn.agent.definition.model_provider,
             "usage": response.usage.to_json(),
         }
         event = {"type": "message", "role": "assistant", "content": response.text, "meta": meta}
-        self.harness.sessions.append(turn.run.session_id, event, "agent")
-        turn.owed = [] if response.tool_calls else self._owed(turn)
+        with h.db.transaction():
+            if any(usage.values()):
+                h.runs.add_usage(run.id, usage)
+            h.sessions.append(run.session_id, event, "agent")
+            turn.last_text = response.text or turn.last_text
+            turn.owed = [] if response.tool_calls else self._owed(turn)
+            if not response.tool_calls and not turn.owed:
+                h.engine.settle_now(run.id, self._success(turn))
+
+    def settled(self, run: RunRecord) -> None:
+        """The engine's terminal effects (see `Executor`): in the terminal commit's own transaction, settle the
+        parent's plan step and deliver the result to the parent, requeueing it when this was its last child."""
+        settle_plan_step(self.harness, run)
+        deliver(self.harness, run)
 
     def _park_unless_answered(self, turn: Turn, call_ids: list[str]) -> bool:
         """Park on the children in one transaction with the check, so a child finishing right now is never lost."""
@@ -238,33 +292,48 @@ class AgentExecutor:
 
     # -- tool calls -----------------------------------------------------------------------------------------
 
-    async def _tool_call(self, turn: Turn, call: ToolCall) -> bool:
-        """Run one tool call of the model's reply. True when it spawned an awaited child."""
+    async def _tool_call(self, turn: Turn, call: ToolCall) -> None:
+        """Run one tool call of the model's reply other than `delegate` (see `_delegate_group`).
+
+        The verbs run on the worker pool, never on the engine's store lane: a read may fetch and a call may execute
+        for seconds."""
         h = self.harness
         run = turn.run
         assert run.session_id is not None
         ctx = VerbContext(
             harness=h, agent=turn.agent, session_id=run.session_id, actor="agent", call_id=call.id, run_id=run.id
         )
-        if call.name == "delegate":
-            return await anyio.to_thread.run_sync(self._delegate, turn, ctx, call)
         if call.name == "return_result" and isinstance(turn.spec.get("output"), dict):
-            await anyio.to_thread.run_sync(self._return_result, turn, call)
-            return False
+            await h.engine.offload(self._return_result, turn, call)
+            return
         if call.name in VERBS:
             verb, arguments = call.name, call.arguments
-        elif call.name in promoted_callables(h, turn.agent, run.session_id):
+        elif call.name in await h.engine.offload(promoted_callables, h, turn.agent, run.session_id):
             verb, arguments = "call", {"tool": call.name, "input": call.arguments}
         else:
-            await anyio.to_thread.run_sync(self._log_pair, run.session_id, call, None, f"Unknown tool {call.name}.")
-            return False
+            await h.engine.offload(self._log_pair, run.session_id, call, None, f"Unknown tool {call.name}.")
+            return
         if verb == "call":
             await h.invoke_async(ctx, verb, arguments, call_id=call.id)
         else:
             await anyio.to_thread.run_sync(lambda: h.invoke_sync(ctx, verb, arguments, call_id=call.id))
-        return False
 
-    def _delegate(self, turn: Turn, ctx: VerbContext, call: ToolCall) -> bool:
+    def _delegate_group(
+        self, turn: Turn, calls: Sequence[ToolCall], park_on: list[str] | None
+    ) -> tuple[list[str], bool | None]:
+        """Consecutive delegate calls of one reply, in one transaction (each call under its own savepoint, so a
+        refused call rolls back alone and logs its error). Returns the calls that spawned an awaited child, and,
+        when `park_on` is given (the calls of this reply spawned before these), whether the run parked on all of
+        them in the same transaction (None when it did not try)."""
+        with self.harness.db.transaction():
+            spawned = [call.id for call in calls if self._delegate(turn, call)]
+            pending = [*(park_on or []), *spawned]
+            if park_on is None or not pending:
+                return spawned, None
+            return spawned, self._park_unless_answered(turn, pending)
+
+    def _delegate(self, turn: Turn, call: ToolCall) -> bool:
+        """One delegate call: True when it spawned an awaited child."""
         h = self.harness
         run = turn.run
         assert run.session_id is not None
@@ -352,7 +421,7 @@ class AgentExecutor:
     async def _system_message(self, turn: Turn, text: str) -> None:
         assert turn.run.session_id is not None
         event = {"type": "message", "role": "user", "content": text}
-        await anyio.to_thread.run_sync(self.harness.sessions.append, turn.run.session_id, event, "system")
+        await self.harness.engine.offload(self.harness.sessions.append, turn.run.session_id, event, "system")
 
     def _success(self, turn: Turn) -> Outcome:
         if turn.delivered:

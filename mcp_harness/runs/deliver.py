@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
-
 from mcp_harness.errors import BadRequest, Conflict, HarnessError
 from mcp_harness.runs.outcomes import Failed, Succeeded
 from mcp_harness.store._util import new_id
@@ -32,10 +30,10 @@ def _failures(harness: Harness, session_id: str) -> int:
 async def deliver_typed_result(
     harness: Harness, session_id: str, schema: dict[str, Any], payload: dict[str, Any]
 ) -> tuple[VerbResult | None, HarnessError | None]:
-    session = await anyio.to_thread.run_sync(harness.sessions.get, session_id)
+    session = await harness.engine.offload(harness.sessions.get, session_id)
     if session.run_id is None:
         return None, BadRequest("This session owes no result.")
-    run = await anyio.to_thread.run_sync(harness.runs.get, session.run_id)
+    run = await harness.engine.offload(harness.runs.get, session.run_id)
     if run.status in ("succeeded", "failed", "canceled"):
         return None, Conflict(f"This task already ended ({run.status}); nothing more can be delivered.")
     errors = value_errors(schema, payload)
@@ -43,7 +41,7 @@ async def deliver_typed_result(
     call: dict[str, Any] = {"type": "tool_call", "id": call_id, "name": "return_result", "input": payload}
     agent: Actor = "agent"
     if errors:
-        tries = await anyio.to_thread.run_sync(_failures, harness, session_id) + 1
+        tries = await harness.engine.offload(_failures, harness, session_id) + 1
         if tries >= MAX_TRIES:
             message = f"Result rejected (attempt limit reached): {'; '.join(errors)}."
         else:
@@ -51,14 +49,14 @@ async def deliver_typed_result(
                 f"Result does not match the required schema: {'; '.join(errors)}. Fix and call return_result again."
             )
         outcome = {"type": "tool_result", "toolCallId": call_id, "name": "return_result", "error": message}
-        await anyio.to_thread.run_sync(harness.sessions.append_many, session_id, [(call, agent), (outcome, agent)])
+        await harness.engine.offload(harness.sessions.append_many, session_id, [(call, agent), (outcome, agent)])
         if tries >= MAX_TRIES:
             await harness.engine.complete(
                 run.id, Failed(code="output-schema", message="Sub-session could not produce a schema-valid result")
             )
         return None, BadRequest(message)
     outcome = {"type": "tool_result", "toolCallId": call_id, "name": "return_result", "output": {"accepted": True}}
-    await anyio.to_thread.run_sync(harness.sessions.append_many, session_id, [(call, agent), (outcome, agent)])
+    await harness.engine.offload(harness.sessions.append_many, session_id, [(call, agent), (outcome, agent)])
     await harness.engine.complete(run.id, Succeeded(payload))
     return VerbResult.of(
         {"summary": "Result accepted; the task that delegated this one has it now.", "accepted": True}

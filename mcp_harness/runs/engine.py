@@ -16,9 +16,10 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 
@@ -41,6 +42,8 @@ WAIT_RECHECK_S = 5.0
 
 _current_run: ContextVar[str | None] = ContextVar("mcp_harness_current_run", default=None)
 
+T = TypeVar("T")
+
 
 class Executor(Protocol):
     """Executes one run and reports how it ended.
@@ -48,6 +51,11 @@ class Executor(Protocol):
     It receives the row as it stands once running. The same run may be executed again after a park and requeue,
     a retry, or a restart, so an executor rebuilds from durable state rather than from memory. Cancellation (an
     `engine.cancel`, or server shutdown) arrives as anyio's cancellation exception; cleanup must be shielded.
+
+    An executor may also define `settled(run: RunRecord) -> None`: blocking, called inside the transaction of
+    every terminal commit of its runs, whichever path made it (its own outcome, `complete`, `cancel`), under a
+    savepoint of its own (a failure is logged and rolls back only what it did). It is for effects that must land
+    with the terminal state, such as a child's result reaching its parent.
     """
 
     async def __call__(self, run: RunRecord) -> Outcome: ...
@@ -57,10 +65,19 @@ FinalizedHook = Callable[["RunRecord"], Awaitable[None]]
 """Called on the event loop after every terminal commit, once per run."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(eq=False, slots=True)
 class _Slot:
     kind: str
     scope: anyio.CancelScope
+    settled: tuple[RunRecord, bool] | None = None
+    """Set (once committed) when the executor committed its outcome itself with `settle_now`."""
+
+
+@dataclass(eq=False, slots=True)
+class _Waiter:
+    event: anyio.Event
+    record: RunRecord | None = None
+    """The terminal row, handed over by `_finished` so the waiter need not read it again."""
 
 
 class RunEngine:
@@ -89,10 +106,32 @@ class RunEngine:
         self.poll_interval_s = poll_interval_s
         self.on_finalized: list[FinalizedHook] = []
         self._running: dict[str, _Slot] = {}
-        self._waiters: dict[str, list[anyio.Event]] = {}
+        self._waiters: dict[str, list[_Waiter]] = {}
         # Claiming and cancelling take turns, so a run cancel_tree reports as claimed is always in `_running`.
         self._lock = anyio.Lock()
         self._wake_socket: socket.socket | None = None
+        self._lane: tuple[object, anyio.CapacityLimiter] | None = None
+
+    # -- the store lane ----------------------------------------------------------------------------------------
+
+    async def offload(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a short blocking store call (no network, no sandbox) off the event loop, on the engine's lane.
+
+        The lane runs one call at a time, first come first served. The store has one SQLite connection behind one
+        lock, so running these calls side by side on many threads gains nothing; it made them slower: ten runs
+        starting at once put ten threads in a convoy on that lock and the GIL, and each of their first model
+        requests went out only when the slowest had finished its set-up. In line, each run's set-up finishes in
+        turn and its model call starts at once. Tool calls (which may fetch or execute for seconds) never use it.
+        """
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._lane_limiter())
+
+    def _lane_limiter(self) -> anyio.CapacityLimiter:
+        # One limiter per event loop: an engine may outlive the loop it first ran in (tests, CLI commands).
+        loop = anyio.lowlevel.current_token().native_token
+        lane = self._lane
+        if lane is None or lane[0] is not loop:
+            lane = self._lane = (loop, anyio.CapacityLimiter(1))
+        return lane[1]
 
     # -- serving -----------------------------------------------------------------------------------------------
 
@@ -106,7 +145,7 @@ class RunEngine:
         writer.setblocking(False)
         self._wake_socket = writer
         try:
-            swept = await anyio.to_thread.run_sync(self.store.sweep_at_boot)
+            swept = await self.offload(self.store.sweep_at_boot)
             if swept:
                 logger.info("Requeued %d run(s) left running by the previous process", len(swept))
             async with anyio.create_task_group() as tg:
@@ -140,15 +179,13 @@ class RunEngine:
 
     async def _pass(self, tg: TaskGroup) -> float:
         """Requeue due timers, claim what capacity allows, start each claim. Returns how long to sleep."""
-        await anyio.to_thread.run_sync(self.store.wake_due)
         async with self._lock:
             free = {kind: limit - self._count(kind) for kind, limit in self.limits.items()}
-            claimed = await anyio.to_thread.run_sync(self._claim_batch, free, set(self._running))
+            claimed, due = await self.offload(self._dispatch, free, set(self._running))
             for run in claimed:
                 slot = _Slot(kind=run.kind, scope=anyio.CancelScope())
                 self._running[run.id] = slot
                 tg.start_soon(self._execute, run, slot, name=f"run {run.id}")
-        due = await anyio.to_thread.run_sync(self.store.next_due_at)
         wait_ms = None if due is None else due - now_ms()
         # Work already due but not claimed is blocked by capacity or by its session's live turn; both end with a
         # wake(), so only the poll interval applies to it.
@@ -156,24 +193,18 @@ class RunEngine:
             return self.poll_interval_s
         return min(wait_ms / 1000, self.poll_interval_s)
 
-    def _claim_batch(self, free: dict[str, int], busy: set[str]) -> list[RunRecord]:
-        claimed: list[RunRecord] = []
-        while kinds := [kind for kind, n in free.items() if n > 0]:
-            try:
-                run = self.store.claim_next(self.owner, kinds=kinds, lease_ms=self.lease_ms, exclude=busy)
-            except (HarnessError, sqlite3.Error):
-                if not claimed:
-                    raise
-                # The rows claimed so far must still be started, or they would sit 'claimed' until a restart.
-                logger.exception("Claiming runs failed part-way; starting the %d already claimed", len(claimed))
-                break
-            if run is None:
-                break
-            # Marked running in the same trip as the claim: one hop per run fewer when many start at once.
-            running = self.store.mark_running(run.id)
-            claimed.append(running if running is not None else run)
-            free[run.kind] -= 1
-        return claimed
+    def _dispatch(self, free: dict[str, int], busy: set[str]) -> tuple[list[RunRecord], int | None]:
+        """One pass's store work in one trip and one transaction: due timers requeued, the batch claimed and marked
+        running (all or none), and when timed work falls due next. A pass with nothing to do (most passes: every
+        run that ends asks for one) only reads."""
+        timers_due, queued_due, due = self.store.pending()
+        if not timers_due and not (queued_due and any(n > 0 for n in free.values())):
+            return [], due
+        with self.store.db.transaction():
+            self.store.wake_due()
+            claimed = self.store.claim_batch(self.owner, free, lease_ms=self.lease_ms, exclude=busy)
+            due = self.store.next_due_at()
+        return claimed, due
 
     def _count(self, kind: str) -> int:
         return sum(1 for slot in self._running.values() if slot.kind == kind)
@@ -182,18 +213,29 @@ class RunEngine:
 
     async def _execute(self, run: RunRecord, slot: _Slot) -> None:
         _current_run.set(run.id)
+        outcome: Outcome | None = None
         try:
             outcome = await self._outcome(run, slot)
-            if outcome is None:
-                return
+        finally:
             # Once the outcome exists, commit it and run the hooks even during shutdown: a terminal row whose
-            # hooks never ran would leave its parent waiting until the next boot reconciliation.
+            # hooks never ran would leave its parent waiting until the next boot reconciliation. An outcome the
+            # executor committed itself (`settle_now`) stands even if a shutdown cut the execution short after it.
             with anyio.CancelScope(shield=True):
-                record, done = await anyio.to_thread.run_sync(self._settle, run.id, outcome)
-                self._running.pop(run.id, None)
-                self.wake()
-                if done:
-                    await self._finished(record)
+                await self._conclude(run, slot, outcome)
+
+    async def _conclude(self, run: RunRecord, slot: _Slot, outcome: Outcome | None) -> None:
+        try:
+            settled = slot.settled
+            if settled is not None:
+                record, done = settled
+            elif outcome is not None:
+                record, done = await self.offload(self._settle, run.id, outcome)
+            else:
+                return  # the row stopped being ours before it started, or a shutdown stopped the execution
+            self._running.pop(run.id, None)
+            self.wake()
+            if done:
+                await self._finished(record)
         finally:
             if self._running.get(run.id) is slot:
                 del self._running[run.id]
@@ -205,7 +247,7 @@ class RunEngine:
         with slot.scope:
             current: RunRecord | None = run
             if run.status != "running":
-                current = await anyio.to_thread.run_sync(self.store.mark_running, run.id)
+                current = await self.offload(self.store.mark_running, run.id)
             if current is None:
                 return None
             executor = self.executors.get(run.kind)
@@ -224,7 +266,48 @@ class RunEngine:
         return outcome
 
     def _settle(self, run_id: str, outcome: Outcome) -> tuple[RunRecord, bool]:
-        return self.store.settle(run_id, outcome, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms)
+        """Commit an outcome, with the executor's terminal effects in the same transaction. Blocking."""
+        with self.store.db.transaction():
+            record, done = self.store.settle(
+                run_id, outcome, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms
+            )
+            if done:
+                self._terminal_effects(record)
+        return record, done
+
+    def _terminal_effects(self, record: RunRecord) -> None:
+        settled = getattr(self.executors.get(record.kind), "settled", None)
+        if settled is None:
+            return
+        try:
+            with self.store.db.transaction():
+                settled(record)
+        except Exception:  # the terminal commit stands; the boot reconciliation redoes what was lost
+            logger.exception("The terminal effects of run %s failed", record.id)
+
+    def applies_terminal_effects(self, kind: str) -> bool:
+        """Whether terminal commits of `kind` runs carry their executor's effects (see `Executor`)."""
+        return getattr(self.executors.get(kind), "settled", None) is not None
+
+    def settle_now(self, run_id: str, outcome: Outcome) -> RunRecord | None:
+        """For a run's executor, inside one of its own `offload` calls: commit the run's outcome now, in the
+        caller's transaction, so the run's last write and its terminal commit are one commit (and one trip).
+        Once that commits, the engine records nothing more for this execution, whatever the executor then returns;
+        the hooks fire as usual. A cancel already requested makes it `Canceled`, as it would have been at the end.
+        None (nothing done) when the run is not executing in this engine. Blocking.
+        """
+        slot = self._running.get(run_id)
+        if slot is None:
+            return None
+        if slot.scope.cancel_called:
+            outcome = Canceled()
+        record, done = self._settle(run_id, outcome)
+
+        def committed() -> None:
+            slot.settled = (record, done)
+
+        self.store.db.after_commit(committed)
+        return record
 
     async def _finished(self, record: RunRecord) -> None:
         """Fire the hooks for a terminal commit, then release `wait_for` callers (so they see the hooks' effects)."""
@@ -236,27 +319,28 @@ class RunEngine:
                     except Exception:  # one failing hook must not starve the others or the waiters
                         logger.exception("A finalize hook failed for run %s", record.id)
         finally:
-            for event in self._waiters.pop(record.id, []):
-                event.set()
+            for waiter in self._waiters.pop(record.id, []):
+                waiter.record = record
+                waiter.event.set()
 
     # -- the API the agent layer uses --------------------------------------------------------------------------
 
     async def enqueue(self, **kwargs: Any) -> RunRecord:
         """`RunStore.enqueue` off the loop, then a pump pass."""
-        record = await anyio.to_thread.run_sync(functools.partial(self.store.enqueue, **kwargs))
+        record = await self.offload(functools.partial(self.store.enqueue, **kwargs))
         self.wake()
         return record
 
     async def requeue(self, run_id: str) -> bool:
         """Waiting → queued (e.g. a parked parent whose children have all resolved). False if it was not waiting."""
-        requeued = await anyio.to_thread.run_sync(self.store.requeue, run_id)
+        requeued = await self.offload(self.store.requeue, run_id)
         if requeued:
             self.wake()
         return requeued
 
     async def add_usage(self, run_id: str, usage: dict[str, int]) -> None:
         """Accumulate spent tokens on the run (see `RunStore.add_usage`)."""
-        await anyio.to_thread.run_sync(self.store.add_usage, run_id, usage)
+        await self.offload(self.store.add_usage, run_id, usage)
 
     async def complete(self, run_id: str, outcome: Outcome) -> RunRecord:
         """Record an outcome reached outside an executor (a result delivered by an MCP client, say).
@@ -266,7 +350,7 @@ class RunEngine:
         """
         settled: RunRecord | None = None
         with anyio.CancelScope(shield=True):
-            settled, done = await anyio.to_thread.run_sync(self._settle, run_id, outcome)
+            settled, done = await self.offload(self._settle, run_id, outcome)
             self.wake()
             if done:
                 await self._finished(settled)
@@ -283,18 +367,19 @@ class RunEngine:
             NotFound: no such run.
         """
         while True:
-            event = anyio.Event()
+            waiter = _Waiter(anyio.Event())
             # Registered before the read, so a finalize landing between the two still wakes us.
-            waiters = self._waiters.setdefault(run_id, [])
-            waiters.append(event)
+            self._waiters.setdefault(run_id, []).append(waiter)
             try:
-                record = await anyio.to_thread.run_sync(self.store.get, run_id)
+                record = await self.offload(self.store.get, run_id)
                 if record.terminal:
                     return record
                 with anyio.move_on_after(WAIT_RECHECK_S):
-                    await event.wait()
+                    await waiter.event.wait()
+                if waiter.record is not None:
+                    return waiter.record  # the terminal row `_finished` was called with: no second read
             finally:
-                _discard(self._waiters, run_id, event)
+                _discard(self._waiters, run_id, waiter)
 
     async def cancel(self, run_id: str) -> bool:
         """Cancel the run and its descendants. Queued and waiting ones end now; executing ones are stopped (their
@@ -307,7 +392,7 @@ class RunEngine:
         # Shielded: a run may cancel its own tree, and the rest of this must still happen after its scope is hit.
         with anyio.CancelScope(shield=True):
             async with self._lock:
-                canceled, live = await anyio.to_thread.run_sync(self.store.cancel_tree, run_id)
+                records, live = await self.offload(self._cancel_tree, run_id)
                 orphans = [rid for rid in live if rid not in self._running]
                 for rid in live:
                     if rid in self._running:
@@ -315,15 +400,23 @@ class RunEngine:
             # Claimed/running rows nothing here executes were left by a stopped engine: end them in the store, or a
             # later boot sweep would requeue work that was canceled.
             for rid in orphans:
-                _, done = await anyio.to_thread.run_sync(self._settle, rid, Canceled())
+                record, done = await self.offload(self._settle, rid, Canceled())
                 if done:
-                    canceled.append(rid)
-            records = await anyio.to_thread.run_sync(lambda: [self.store.get(rid) for rid in canceled])
+                    records.append(record)
             for record in records:
                 await self._finished(record)
             self.wake()
-            affected = bool(canceled or live)
+            affected = bool(records or live)
         return affected
+
+    def _cancel_tree(self, run_id: str) -> tuple[list[RunRecord], list[str]]:
+        """`RunStore.cancel_tree` with the canceled rows and their terminal effects, in one transaction."""
+        with self.store.db.transaction():
+            canceled, live = self.store.cancel_tree(run_id)
+            records = [self.store.get(rid) for rid in canceled]
+            for record in records:
+                self._terminal_effects(record)
+        return records, live
 
     def running_ids(self) -> set[str]:
         """Runs executing in this process right now."""
@@ -338,12 +431,12 @@ def _drain(reader: socket.socket) -> None:
         pass
 
 
-def _discard(waiters: dict[str, list[anyio.Event]], run_id: str, event: anyio.Event) -> None:
+def _discard(waiters: dict[str, list[_Waiter]], run_id: str, waiter: _Waiter) -> None:
     listed = waiters.get(run_id)
     if listed is None:
         return
-    if event in listed:
-        listed.remove(event)
+    if waiter in listed:
+        listed.remove(waiter)
     if not listed:
         del waiters[run_id]
 

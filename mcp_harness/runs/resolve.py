@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
 import cbor2
 
 from mcp_harness.tools.delegate import result_of
@@ -111,7 +110,14 @@ def deliver(harness: Harness, child: RunRecord) -> str | None:
         if parent_session is None:
             return None
         call_id = child.parent_tool_call_id
-        if call_id in harness.sessions.answered_calls(parent_session, [call_id]):
+        parent = harness.runs.find(child.parent_run_id) if child.parent_run_id is not None else None
+        waiting_on: list[str] = []
+        if parent is not None and parent.status == "waiting":
+            waiting_on = (parent.wait or {}).get("toolCallIds") or []
+        # One scan of the parent's results answers both questions: is this call answered, and, once it is, are all
+        # the calls the parent waits on?
+        answered = harness.sessions.answered_calls(parent_session, [call_id, *waiting_on])
+        if call_id in answered:
             if child.status == "succeeded":
                 late = {"type": "message", "role": "user", "content": LATE_NOTICE}
                 harness.sessions.append(child.session_id, late, "system")
@@ -120,11 +126,9 @@ def deliver(harness: Harness, child: RunRecord) -> str | None:
         harness.sessions.append(parent_session, event, "system")
         if child.parent_run_id is None:
             return None  # a client's delegate whose caller is gone (a restart): the result is on record for it
-        parent = harness.runs.find(child.parent_run_id)
         if parent is None or parent.status != "waiting":
             return None
-        waiting_on = (parent.wait or {}).get("toolCallIds") or []
-        if set(waiting_on) <= harness.sessions.answered_calls(parent_session, waiting_on):
+        if set(waiting_on) <= answered | {call_id}:
             harness.runs.requeue(parent.id)
             return parent.id
     return None
@@ -151,14 +155,19 @@ def settle_plan_step(harness: Harness, child: RunRecord) -> None:
 
 
 async def on_finalized(harness: Harness, run: RunRecord) -> None:
-    """Engine hook: a run reached a terminal status."""
+    """Engine hook: a run reached a terminal status.
+
+    Agent runs need nothing here: their executor settles the plan step and delivers in the terminal commit's own
+    transaction (`AgentExecutor.settled`). This covers runs of a kind whose executor does not."""
+    if harness.engine.applies_terminal_effects(run.kind):
+        return
 
     def settle_and_deliver() -> str | None:
         settle_plan_step(harness, run)
         return deliver(harness, run)
 
     try:
-        requeued = await anyio.to_thread.run_sync(settle_and_deliver)
+        requeued = await harness.engine.offload(settle_and_deliver)
     except Exception:
         logger.exception("delivering the result of run %s failed; the boot reconciliation will retry", run.id)
         return
@@ -192,5 +201,5 @@ async def reconcile_at_boot(harness: Harness) -> None:
                 deliver(harness, child)
         return requeued
 
-    if await anyio.to_thread.run_sync(work):
+    if await harness.engine.offload(work):
         harness.engine.wake()

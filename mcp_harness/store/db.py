@@ -43,6 +43,7 @@ class Database:
             ) from exc
         self._lock = threading.RLock()
         self._depth = 0
+        self._after_commit: list[tuple[int, Callable[[], None]]] = []
         with self._lock:
             migrate(self._conn)
 
@@ -55,26 +56,44 @@ class Database:
                 # Nested use joins the outer transaction under a savepoint, so helpers compose into one atomic
                 # change and a failed inner step (caught by the caller) leaves nothing half-done behind it.
                 self._depth += 1
-                name = f"nested_{self._depth}"
+                depth = self._depth
+                name = f"nested_{depth}"
                 conn.execute(f"SAVEPOINT {name}")
                 try:
                     yield conn
                 except BaseException:
                     conn.execute(f"ROLLBACK TO {name}")
                     conn.execute(f"RELEASE {name}")
+                    self._after_commit = [(d, fn) for d, fn in self._after_commit if d < depth]
                     raise
                 else:
                     conn.execute(f"RELEASE {name}")
+                    # What this savepoint registered now stands or falls with the one around it.
+                    self._after_commit = [(min(d, depth - 1), fn) for d, fn in self._after_commit]
                 finally:
                     self._depth -= 1
                 return
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._after_commit = []
                 raise
-            conn.execute("COMMIT")
+            callbacks, self._after_commit = self._after_commit, []
+            for _, fn in callbacks:
+                fn()
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Call `fn` (quick, must not raise) once the current transaction commits; never if it, or the savepoint
+        this is called in, rolls back. Outside a transaction, at once."""
+        with self._lock:
+            if not self._conn.in_transaction:
+                fn()
+                return
+            self._after_commit.append((self._depth, fn))
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

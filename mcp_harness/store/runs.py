@@ -206,6 +206,20 @@ class RunStore:
         parked = self._select("SELECT * FROM runs WHERE status = 'waiting' ORDER BY created_at, id", ())
         return [r for r in parked if (r.wait or {}).get("reason") == "children"]
 
+    def pending(self) -> tuple[bool, bool, int | None]:
+        """What a pump pass has to do, read without taking the write lock: whether a waiting run's timer is due,
+        whether a queued run is due (it may still be blocked by its session's live turn), and `next_due_at()`."""
+        ts = now_ms()
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'waiting' AND not_before IS NOT NULL "
+                "AND not_before <= ?), EXISTS (SELECT 1 FROM runs WHERE status = 'queued' "
+                "AND (not_before IS NULL OR not_before <= ?)), (SELECT MIN(not_before) FROM runs "
+                "WHERE status IN ('queued', 'waiting') AND not_before IS NOT NULL)",
+                (ts, ts),
+            ).fetchone()
+        return bool(row[0]), bool(row[1]), None if row[2] is None else int(row[2])
+
     def next_due_at(self) -> int | None:
         """The earliest `not_before` among queued and waiting runs: when the pump next has timed work."""
         with self.db.reading() as conn:
@@ -225,6 +239,38 @@ class RunStore:
         turn at a time. `exclude` names runs whose previous execution is still winding down in this process.
         Claiming sets the lease and counts an attempt.
         """
+        with self.db.transaction() as conn:
+            row = self._claim(conn, owner, kinds, lease_ms, exclude, start=False)
+        return None if row is None else _record(row)
+
+    def claim_batch(
+        self, owner: str, free: Mapping[str, int], *, lease_ms: int = 60_000, exclude: Collection[str] = ()
+    ) -> list[RunRecord]:
+        """Claim up to `free[kind]` runs of each kind, in `claim_next` order, and mark them running, all in one
+        transaction: a pump pass's claims commit together or not at all (so none is left 'claimed' unstarted).
+        """
+        left = dict(free)
+        claimed: list[RunRecord] = []
+        with self.db.transaction() as conn:
+            while kinds := [kind for kind, n in left.items() if n > 0]:
+                row = self._claim(conn, owner, kinds, lease_ms, exclude, start=True)
+                if row is None:
+                    break
+                claimed.append(_record(row))
+                left[row["kind"]] -= 1
+        return claimed
+
+    @staticmethod
+    def _claim(
+        conn: sqlite3.Connection,
+        owner: str,
+        kinds: Iterable[str],
+        lease_ms: int,
+        exclude: Collection[str],
+        *,
+        start: bool,
+    ) -> sqlite3.Row | None:
+        """The claim statement; with `start`, the row goes straight to 'running' (`mark_running` folded in)."""
         allowed = sorted(set(kinds))
         if not allowed:
             return None
@@ -232,19 +278,19 @@ class RunStore:
         marks = ", ".join("?" for _ in allowed)
         skip = sorted(exclude)
         skip_sql = f" AND r.id NOT IN ({', '.join('?' for _ in skip)})" if skip else ""
-        with self.db.transaction() as conn:
-            row = conn.execute(
-                "UPDATE runs SET status = 'claimed', lease_owner = ?, lease_expires_at = ?, attempt = attempt + 1, "
-                "not_before = NULL, updated_at = ? WHERE id = ("
-                " SELECT r.id FROM runs r WHERE r.status = 'queued' AND (r.not_before IS NULL OR r.not_before <= ?)"
-                f" AND r.kind IN ({marks}){skip_sql}"
-                " AND NOT (r.kind = 'agent' AND r.session_id IS NOT NULL AND EXISTS ("
-                "  SELECT 1 FROM runs o WHERE o.session_id = r.session_id AND o.status IN ('claimed', 'running')))"
-                " ORDER BY r.queue = 'interactive' DESC, r.created_at, r.id LIMIT 1"
-                ") RETURNING *",
-                (owner, ts + lease_ms, ts, ts, *allowed, *skip),
-            ).fetchone()
-        return None if row is None else _record(row)
+        status = "status = 'running', started_at = COALESCE(started_at, ?)" if start else "status = 'claimed'"
+        started = (ts,) if start else ()
+        return conn.execute(
+            f"UPDATE runs SET {status}, lease_owner = ?, lease_expires_at = ?, attempt = attempt + 1, "
+            "not_before = NULL, updated_at = ? WHERE id = ("
+            " SELECT r.id FROM runs r WHERE r.status = 'queued' AND (r.not_before IS NULL OR r.not_before <= ?)"
+            f" AND r.kind IN ({marks}){skip_sql}"
+            " AND NOT (r.kind = 'agent' AND r.session_id IS NOT NULL AND EXISTS ("
+            "  SELECT 1 FROM runs o WHERE o.session_id = r.session_id AND o.status IN ('claimed', 'running')))"
+            " ORDER BY r.queue = 'interactive' DESC, r.created_at, r.id LIMIT 1"
+            ") RETURNING *",
+            (*started, owner, ts + lease_ms, ts, ts, *allowed, *skip),
+        ).fetchone()
 
     def mark_running(self, run_id: str) -> RunRecord | None:
         """Claimed → running; `started_at` keeps the first start across retries and resumes. None if not claimed."""

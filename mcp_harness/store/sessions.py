@@ -92,12 +92,12 @@ class SessionStore:
         session_id = new_id()
         ts = now_ms()
         with self.db.transaction() as conn:
-            conn.execute(
+            row = conn.execute(
                 "INSERT INTO sessions (id, account_id, agent_id, kind, title, parent_session_id, run_id, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
                 (session_id, account_id, agent_id, kind, title, parent_session_id, run_id, ts, ts),
-            )
-        return self.get(session_id)
+            ).fetchone()
+        return _session(row)
 
     def standing(self, account_id: str, agent_id: str) -> SessionRecord:
         """The agent's standing session (where stateless requests land), created on first use."""

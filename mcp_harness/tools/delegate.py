@@ -239,14 +239,14 @@ async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
         raise BadRequest("Script children are not available in this build; delegate a model child with `brief`.")
     session_id = ctx.session_id
     if arguments.get("await") is False:
-        return await anyio.to_thread.run_sync(
+        return await harness.engine.offload(
             lambda: spawn_detached(
                 harness, agent_id=ctx.agent.id, parent_session_id=session_id, parent_run=None, arguments=arguments
             )
         )
     spec = normalize_spec(arguments)
     call_id = ctx.call_id or "client-call"
-    spawned = await anyio.to_thread.run_sync(
+    spawned = await harness.engine.offload(
         lambda: spawn_child(
             harness,
             agent_id=ctx.agent.id,
@@ -288,7 +288,7 @@ async def _await_child(harness: Harness, spawned: Spawned, ctx: VerbContext) -> 
             await anyio.sleep(0.5)
             if ctx.progress is None:
                 continue
-            note = await anyio.to_thread.run_sync(_status_note, harness, spawned)
+            note = await engine.offload(_status_note, harness, spawned)
             if note != last:
                 last = note
                 await ctx.progress(note)
