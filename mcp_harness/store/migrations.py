@@ -268,6 +268,15 @@ def m005_hypermedia(conn: sqlite3.Connection) -> None:
         """,
     )
 
+
+@migration
+def m006_runs_by_tool_call(conn: sqlite3.Connection) -> None:
+    # A child's run is found from the tool call that spawned it when its result is delivered; without an index that
+    # lookup scanned every run ever recorded.
+    conn.execute(
+        "CREATE INDEX runs_by_parent_tool_call ON runs (parent_tool_call_id) WHERE parent_tool_call_id IS NOT NULL"
+    )
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
