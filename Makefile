@@ -32,11 +32,16 @@ test: $(VENV)/.installed-test $(JS_ORACLE)
 	$(BIN)/pyright
 	$(BIN)/python -m pytest
 
+# bench/webread.py's reference pipeline (the MCP fetch server's readabilipy + markdownify) and its markdown judge are
+# installed for the bench only, never as dependencies; readabilipy installs its Readability.js half with npm itself.
 bench: $(VENV)/.installed-test
+	$(BIN)/python -m pip install --quiet readabilipy markdownify lxml markdown-it-py mdit-py-plugins
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/delegate.py
+	$(BIN)/python bench/hypermedia.py
+	$(BIN)/python bench/webread.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

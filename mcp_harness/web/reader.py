@@ -1,25 +1,23 @@
 """`read https://…`: a public page as markdown (HARNESS §11.2's web reader; hypermedia-first is not here).
 
-HTML is cut to its main content — `<main>`, else the largest `<article>`, else `<body>` — with navigation, headers,
-footers, asides, scripts, styles, forms and boilerplate blocks dropped, then converted by html2text (headings,
-lists, links, fenced code, tables). Plain text, JSON and markdown come back as they are; `options.raw` returns any
-text body verbatim; binary types get metadata and a hint to download them into memory. Output is bounded at
-200 KiB (UTF-8) on a character boundary, with `options.offset` / `options.length` (characters) to page on.
+HTML is cut to its main content — `<main>` or `role="main"`, else the largest `<article>`, else `<body>` — with
+navigation, page headers and footers, scripts, styles, forms, boilerplate blocks and permalink anchors dropped, then
+converted by html2text (headings, lists, links, fenced code, tables): see `extract`. Plain text, JSON and markdown
+come back as they are; `options.raw` returns any text body verbatim; binary types get metadata and a hint to download
+them into memory. Output is bounded at 200 KiB (UTF-8) on a character boundary, with `options.offset` /
+`options.length` (characters) to page on.
 """
 
 from __future__ import annotations
 
 import codecs
-import html
 import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from typing import Any
-
-import html2text
 
 from mcp_harness.errors import BadRequest, NotFound, Upstream
 from mcp_harness.web.egress import Egress
+from mcp_harness.web.extract import html_to_markdown
 
 MAX_OUTPUT_BYTES = 200 * 1024
 ACCEPT = "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.8,application/json;q=0.8,*/*;q=0.5"
@@ -41,61 +39,6 @@ TEXT_TYPES = frozenset(
     }
 )
 
-_DROP_TAGS = frozenset(
-    {
-        "script",
-        "style",
-        "noscript",
-        "template",
-        "nav",
-        "header",
-        "footer",
-        "aside",
-        "form",
-        "button",
-        "select",
-        "textarea",
-        "iframe",
-        "svg",
-        "canvas",
-        "dialog",
-        "menu",
-    }
-)
-_DROP_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search", "dialog", "menu"})
-_BOILERPLATE = frozenset(
-    {
-        "nav",
-        "navbar",
-        "navigation",
-        "menu",
-        "sidebar",
-        "footer",
-        "header",
-        "breadcrumb",
-        "breadcrumbs",
-        "banner",
-        "ad",
-        "ads",
-        "advert",
-        "advertisement",
-        "share",
-        "social",
-        "newsletter",
-        "promo",
-        "related",
-        "popup",
-        "modal",
-        "skip-link",
-        "cookie",
-        "cookies",
-        "cookie-banner",
-        "cookie-consent",
-    }
-)
-_VOID = frozenset(
-    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
-)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -162,106 +105,6 @@ def decode(data: bytes, ctype: ContentType) -> tuple[str, str]:
         charset = _codec(match.group(1).decode("ascii", "replace")) if match else None
     charset = charset or "utf-8"
     return data.decode(charset, errors="replace"), charset
-
-
-class _MainContent(HTMLParser):
-    """Re-emits the HTML it keeps, and remembers where `<main>`, `<article>` and `<body>` begin and end."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self.title = ""
-        self._in_title = False
-        self._skip: list[str] = []
-        self._open: list[tuple[str, int]] = []
-        self.regions: dict[str, list[tuple[int, int]]] = {"main": [], "article": [], "body": []}
-
-    def _dropped(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
-        if tag in _DROP_TAGS:
-            return True
-        values = {k: (v or "") for k, v in attrs}
-        if values.get("role", "").lower() in _DROP_ROLES or "hidden" in values or values.get("aria-hidden") == "true":
-            return True
-        tokens = {t.lower() for t in (values.get("class", "") + " " + values.get("id", "")).split()}
-        return bool(tokens & _BOILERPLATE)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title" and not self._skip:
-            self._in_title = True
-            return
-        if self._skip:
-            if tag not in _VOID:
-                self._skip.append(tag)
-            return
-        if tag not in _VOID and tag not in ("main", "article", "body", "html", "head") and self._dropped(tag, attrs):
-            self._skip.append(tag)
-            return
-        if tag in ("main", "article", "body"):
-            self._open.append((tag, len(self.out)))
-        rendered = "".join(
-            f' {k}="{html.escape(v or "", quote=True)}"' for k, v in attrs if k in ("href", "src", "alt")
-        )
-        self.out.append(f"<{tag}{rendered}>")
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if not self._skip:
-            self.handle_starttag(tag, attrs)
-            if tag not in _VOID and self._skip and self._skip[-1] == tag:
-                self._skip.pop()
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-            return
-        if self._skip:
-            if tag in self._skip:
-                while self._skip and self._skip.pop() != tag:
-                    pass
-            return
-        self.out.append(f"</{tag}>")
-        for i in range(len(self._open) - 1, -1, -1):
-            name, start = self._open[i]
-            if name == tag:
-                self.regions[tag].append((start, len(self.out)))
-                del self._open[i:]
-                break
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title += data
-        elif not self._skip:
-            self.out.append(html.escape(data, quote=False))
-
-    def main_html(self) -> str:
-        for name, start in self._open:  # regions never closed run to the end of the document
-            self.regions[name].append((start, len(self.out)))
-        self._open = []
-        if self.regions["main"]:
-            start, end = self.regions["main"][0]
-        elif self.regions["article"]:
-            start, end = max(self.regions["article"], key=lambda r: len("".join(self.out[r[0] : r[1]])))
-        elif self.regions["body"]:
-            start, end = self.regions["body"][0]
-        else:
-            start, end = 0, len(self.out)
-        return "".join(self.out[start:end])
-
-
-def html_to_markdown(source: str, base_url: str) -> tuple[str, str]:
-    """(title, markdown) of the page's main content."""
-    parser = _MainContent()
-    parser.feed(source)
-    parser.close()
-    converter = html2text.HTML2Text(baseurl=base_url)
-    converter.body_width = 0
-    converter.ignore_images = True
-    converter.backquote_code_style = True
-    converter.mark_code = False
-    converter.pad_tables = False
-    converter.unicode_snob = True
-    markdown = converter.handle(parser.main_html())
-    markdown = re.sub(r"\n{3,}", "\n\n", markdown).strip()
-    return " ".join(parser.title.split()), markdown
 
 
 def _int_option(options: dict[str, Any], key: str, minimum: int) -> int | None:
