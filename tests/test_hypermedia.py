@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from mcp_harness.config import load_settings
 from mcp_harness.definition import normalize_definition
+from mcp_harness.errors import BadRequest
 from mcp_harness.harness import Harness
 from mcp_harness.hypermedia.blocks import Block, BlockNode
 from mcp_harness.hypermedia.markdown import document_operations, metadata_operations
@@ -298,3 +300,26 @@ async def test_every_blob_the_node_signed_verifies_in_the_official_client(client
     await call(client, "write", {"address": f"{base}/n2", "options": {"action": "delete"}})
     checked = verify_all_blobs(harness)
     assert {"Change", "Ref", "Comment", "Profile"} <= checked
+
+
+async def test_ingest_verifies_every_blob_and_stores_all_or_none(client: Client, alice: Identity,
+                                                               harness: Harness) -> None:
+    url = f"hm://{alice.account_id}/notes"
+    await call(client, "write", {"address": url, "content": DOC})
+    with harness.db.reading() as conn:
+        rows = [(bytes(r["data"]), r["cid"]) for r in conn.execute("SELECT data, cid FROM hm_blobs")]
+    other = Harness(load_settings(data_dir=harness.data_dir.parent / "other"))
+    try:
+        tampered = bytearray(rows[-1][0])
+        tampered[-1] ^= 1
+        with pytest.raises(BadRequest):
+            other.hypermedia.ingest([*rows[:-1], (bytes(tampered), None)])
+        with other.db.reading() as conn:
+            assert conn.execute("SELECT COUNT(*) FROM hm_blobs").fetchone()[0] == 0
+        other.hypermedia.ingest(rows)
+        document = other.hypermedia.document(alice.account_id, "/notes")
+        assert document.name == "Field notes" and document.version == harness.hypermedia.document(
+            alice.account_id, "/notes"
+        ).version
+    finally:
+        other.close()

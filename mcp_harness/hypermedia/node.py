@@ -238,7 +238,18 @@ class Node:
     # --- publishing -------------------------------------------------------------------------------------------------
 
     def publish(self, published: Sequence[Blob]) -> list[str]:
+        """Store blobs this process built (`blobs.sign_blob` checked each one as it signed it)."""
         return self.store.put(published)
+
+    def ingest(self, items: Sequence[tuple[bytes, str | None]]) -> list[str]:
+        """Verify and store blobs from elsewhere, all or none: `(bytes, cid or None)` pairs, as Seed's PublishBlobs
+        takes them. Every blob is hash-, structure- and signature-checked before anything is stored.
+
+        Raises:
+            BadRequest: the first blob that fails, naming why.
+        """
+        verified = [blobs.verify_blob(data, CID.parse(cid) if cid else None) for data, cid in items]
+        return self.store.put(verified)
 
     def create(self, key: KeyPair, space: str, path: str, ops: list[dict[str, Any]]) -> list[Blob]:
         """Blobs that create a document: the genesis, one Change with every op, and a Ref.
