@@ -8,6 +8,7 @@ checked by the official Seed client at the end (tests/js/seed_oracle.mjs).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -323,3 +324,15 @@ async def test_ingest_verifies_every_blob_and_stores_all_or_none(client: Client,
         ).version
     finally:
         other.close()
+
+
+def test_server_run_turns_are_told_which_identities_they_can_sign_as(harness: Harness) -> None:
+    from mcp_harness.runs.prompt import system_prompt
+
+    assert "<available_signing_identities>" not in system_prompt(harness, harness.agent(), "Base.")
+    identity = create_identity(harness, "Alice")
+    grant(harness, identity)
+    prompt = system_prompt(harness, harness.agent(), "Base.")
+    block = prompt.split("<available_signing_identities>\n")[1].split("\n</available_signing_identities>")[0]
+    assert json.loads(block) == [{"name": "Alice", "publicKey": identity.account_id}]
+    assert "write hm://<publicKey>/<path>" in prompt

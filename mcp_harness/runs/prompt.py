@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +58,29 @@ def space_index(harness: Harness, agent: AgentRecord) -> str:
 
 def system_prompt(harness: Harness, agent: AgentRecord, base_prompt: str) -> str:
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    return f"{base_prompt}\n\n{RUNTIME_PROMPT.format(now=now)}\n\n{space_index(harness, agent)}"
+    prompt = f"{base_prompt}\n\n{RUNTIME_PROMPT.format(now=now)}\n\n{space_index(harness, agent)}"
+    identities = signing_identities(harness, agent)
+    return f"{prompt}\n\n{identities}" if identities else prompt
+
+
+PUBLISHING_PROMPT = """You can publish signed hypermedia documents as these identities: write \
+hm://<publicKey>/<path> with markdown content (a name is required: options.name or a `name:` frontmatter line; \
+options.action "update" revises a document, "comment" comments on one), and read hm://… to read documents back. \
+Pick an identity with options.signer (its name or publicKey) when the address does not already say which."""
+
+
+def signing_identities(harness: Harness, agent: AgentRecord) -> str | None:
+    """`<available_signing_identities>` (HARNESS §2): who this agent can sign as, and how to publish."""
+    definition = agent.definition
+    if not (definition.signing_key or definition.signing_keys):
+        return None
+    from mcp_harness.identity.identities import identities_of
+
+    identities = identities_of(harness, definition)
+    if not identities:
+        return None
+    listing = json.dumps([{"name": i.label or i.name, "publicKey": i.account_id} for i in identities])
+    return f"<available_signing_identities>\n{listing}\n</available_signing_identities>\n{PUBLISHING_PROMPT}"
 
 
 def plan_state(plan: dict[str, Any] | None) -> str | None:
