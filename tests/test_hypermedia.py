@@ -336,3 +336,25 @@ def test_server_run_turns_are_told_which_identities_they_can_sign_as(harness: Ha
     block = prompt.split("<available_signing_identities>\n")[1].split("\n</available_signing_identities>")[0]
     assert json.loads(block) == [{"name": "Alice", "publicKey": identity.account_id}]
     assert "write hm://<publicKey>/<path>" in prompt
+
+
+def test_a_prompt_that_embeds_a_document_gets_its_content_at_run_time(harness: Harness) -> None:
+    from mcp_harness.runs.prompt import system_prompt
+
+    identity = create_identity(harness, "Alice")
+    node = harness.hypermedia
+    key = load_keypair(harness, identity.name)
+    guide = metadata_operations({"name": "Style guide"}) + document_operations(
+        (BlockNode(Block(id="g1", type="Paragraph", text="Always answer in haiku.")),)
+    )
+    node.publish(node.create(key, identity.account_id, "/style", guide))
+    agent = harness.agent()
+    blocks = [
+        {"block": {"id": "p1", "type": "Paragraph", "text": "You are terse."}},
+        {"block": {"id": "e1", "type": "Embed", "link": f"hm://{identity.account_id}/style", "text": ""}},
+    ]
+    harness.agents.update(agent.id, normalize_definition({**agent.definition.to_json(), "systemPrompt": blocks}))
+    prompt = system_prompt(harness, harness.agent(), harness.agent().definition.system_prompt)
+    assert "You are terse." in prompt and "Always answer in haiku." in prompt and "Style guide" in prompt
+    # A delegated child's replacement prompt is used verbatim.
+    assert "haiku" not in system_prompt(harness, harness.agent(), "Child prompt.")

@@ -58,9 +58,28 @@ def space_index(harness: Harness, agent: AgentRecord) -> str:
 
 def system_prompt(harness: Harness, agent: AgentRecord, base_prompt: str) -> str:
     now = datetime.now(UTC).isoformat(timespec="seconds")
+    base_prompt = _with_embeds(harness, agent, base_prompt)
     prompt = f"{base_prompt}\n\n{RUNTIME_PROMPT.format(now=now)}\n\n{space_index(harness, agent)}"
     identities = signing_identities(harness, agent)
     return f"{prompt}\n\n{identities}" if identities else prompt
+
+
+def _with_embeds(harness: Harness, agent: AgentRecord, base_prompt: str) -> str:
+    """The agent's own prompt with its embedded hypermedia documents inlined, two levels deep (HARNESS §2): a prompt
+    can embed a shared style guide and stay current with it. A child's replacement prompt is used as given."""
+    definition = agent.definition
+    if base_prompt != definition.system_prompt or not definition.prompt_blocks:
+        return base_prompt
+    from mcp_harness.hypermedia.blocks import tree_from_json, walk
+
+    tree = tree_from_json(list(definition.prompt_blocks))
+    if not any(node.block.type == "Embed" and node.block.link for _, node in walk(tree)):
+        return base_prompt
+    from mcp_harness.hypermedia.markdown import render_markdown
+    from mcp_harness.tools.hm_read import resolve_embeds
+
+    resolved = resolve_embeds(harness.hypermedia, tree, 2)
+    return render_markdown(resolved, None, block_ids=False, frontmatter=False).strip() or base_prompt
 
 
 PUBLISHING_PROMPT = """You can publish signed hypermedia documents as these identities: write \

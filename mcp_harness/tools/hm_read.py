@@ -74,7 +74,7 @@ def _document(node: Node, document: Document, requested: HmId, base: dict[str, A
         data = {"summary": f"Read {where} ({document.name or 'untitled'}).", **base, **document.to_json(),
                 "requestedId": base["requestedId"], "content": tree_to_json(tree)}
         return VerbResult.of(data, fmt=fmt)
-    markdown = render_markdown(_resolve_embeds(node, tree, EMBED_DEPTH), metadata, frontmatter=metadata is not None)
+    markdown = render_markdown(resolve_embeds(node, tree, EMBED_DEPTH), metadata, frontmatter=metadata is not None)
     truncated = len(markdown) > MAX_RENDERED_CHARS
     if truncated:
         markdown = markdown[:MAX_RENDERED_CHARS] + "\n[truncated]"
@@ -121,20 +121,20 @@ def _slice(block: Block, start: int, end: int) -> Block:
     return replace(block, text=block.text[start:end], annotations=())
 
 
-def _resolve_embeds(node: Node, tree: tuple[BlockNode, ...], depth: int) -> tuple[BlockNode, ...]:
+def resolve_embeds(node: Node, tree: tuple[BlockNode, ...], depth: int) -> tuple[BlockNode, ...]:
     """Embed blocks become the embedded document's content (quoted, `depth` levels deep) under a readable label;
     what cannot be resolved stays a plain labelled link, never an error."""
     out: list[BlockNode] = []
     for node_ in tree:
         block = node_.block
-        children = _resolve_embeds(node, node_.children, depth)
+        children = resolve_embeds(node, node_.children, depth)
         if block.type == "Embed" and block.link and block.link.startswith("hm://") and depth > 0:
             embedded = _embedded(node, block.link)
             if embedded is not None:
                 label, content = embedded
                 quote = Block(id=block.id, type="Paragraph", text=f"Embedded: {label} ({block.link})",
                               attributes={"childrenType": "Blockquote"})
-                out.append(BlockNode(quote, _resolve_embeds(node, content, depth - 1) + children))
+                out.append(BlockNode(quote, resolve_embeds(node, content, depth - 1) + children))
                 continue
         out.append(BlockNode(block, children))
     return tuple(out)
