@@ -59,6 +59,8 @@ READ = VerbSpec(
 - `thread:<id>` — a conversation transcript of yours. `thread:` alone lists your account's conversations, newest first; options {query} searches titles and message text, {agentId} filters to one agent, {limit} caps results (at most 100).
 - `run:<id>` — a run's public record: status, what it waits on, usage, plan, children, error and output.
 - `harness://plan` — this conversation's checklist, as set with the plan verb.
+- `hm://<account>/<path>` — a signed hypermedia document as markdown with `<!-- id:… -->` block markers (format json gives the block tree). `?v=<version>` reads an older version; `#<block>` or `#<block>[start:end]` one block or part of its text; `hm://<author>/<tsid>` a comment. Views: `/:directory` (child documents), `/:attributes` (metadata only), `/:profile` (an account's profile), `/:comments`.
+- `https://…` — a public web page as markdown (main content only). A Seed site's document is read as that document. Options {raw: true} returns the body as is; {offset, length} page through long output.
 The `harness://…` resource URIs (harness://memory/<path>, harness://tools/<name>, harness://self) are accepted too.
 Directory listings return {entries: [{path, type, size}]}; memory file reads return {content}. Prefer reading exactly what you need; directory listings are cheap, whole trees are not.""",
     input_schema={
@@ -68,7 +70,7 @@ Directory listings return {entries: [{path, type, size}]}; memory file reads ret
             "address": {
                 "type": "string",
                 "minLength": 1,
-                "description": "What to read: ~/memory/…, ~/tools/…, ~/self, thread: or thread:<id>, run:<id>, harness://plan.",
+                "description": "What to read: ~/memory/…, ~/tools/…, ~/self, thread: or thread:<id>, run:<id>, harness://plan, hm://…, https://….",
             },
             "format": {
                 "type": "string",
@@ -77,7 +79,7 @@ Directory listings return {entries: [{path, type, size}]}; memory file reads ret
             },
             "options": {
                 "type": "object",
-                "description": "Source-specific options: thread listing {query, agentId, limit}.",
+                "description": "Source-specific options: thread listing {query, agentId, limit}; web pages {raw, offset, length}.",
             },
         },
         "required": ["address"],
@@ -91,6 +93,7 @@ WRITE = VerbSpec(
     description="""Write anything you can address. The address shape picks the destination:
 - `~/memory/<path>` — write `content` to a memory file (parent folders are created automatically; writing an existing file replaces its whole content — there is no append). Options: {delete: true} removes a file or directory.
 - `~/tools/<name>` — author a tool of your own (a lambda): `content` is JSON {description, input?, output?, source, runtime?, summary?} (or pass it as options.tool). `source` defines `main(input)` (Python, runtime "python") or a default export (TypeScript); it runs in the execute sandbox with your memory at /workspace and returns the result. `input`/`output` are JSON schemas (type, properties, required, additionalProperties, enum, min/max…, items). Writing an existing name replaces it; {delete: true} removes it. Call it by name with the call verb.
+- `hm://<account>/<path>` — publish a signed hypermedia document from markdown `content` (needs the publish grant and a signing identity; the account picks it, or options.signer by name or public key). Default action creates (a name is required: options.name, options.metadata.name, or a `name:` frontmatter line; a nested path needs its parent). options.action: "update" (content replaces the body, keeping the ids of blocks that survive; no content changes metadata only), "comment" (options.target, options.replyTo), "move" (options.toPath), "redirect" (options.toUrl), "delete", "fork" (options.fromUrl). options.fromPath publishes a memory markdown file. Every hm:// link is checked first (options.skipLinkCheck to link to something not yet published). dryRun: true validates without publishing. Extra fields never go as loose option keys.
 Writes are atomic: a reader sees the old file or the new one, never a mix. Unrecognized option keys are refused, not ignored.""",
     input_schema={
         "type": "object",
@@ -99,11 +102,11 @@ Writes are atomic: a reader sees the old file or the new one, never a mix. Unrec
             "address": {
                 "type": "string",
                 "minLength": 1,
-                "description": "Where to write: ~/memory/<path> or ~/tools/<name>.",
+                "description": "Where to write: ~/memory/<path>, ~/tools/<name> or hm://<account>/<path>.",
             },
             "content": {
                 "type": "string",
-                "description": "The content to write: raw text for memory files; a JSON tool document for ~/tools/<name>.",
+                "description": "The content to write: raw text for memory files; a JSON tool document for ~/tools/<name>; markdown for hm://.",
             },
             "options": {
                 "type": "object",
@@ -141,7 +144,7 @@ DELEGATE = VerbSpec(
     open_world=True,
     description="""Spawn a child run to do work for you. Two kinds of child, one verb:
 - A **model child** (default): pass `brief` — human-readable markdown that becomes the child conversation's first message VERBATIM. Write a real briefing: goal, all needed background, expectations, data in fenced blocks. The child is a fresh context and never sees this conversation; it does share your persistent memory when it runs as you. Pass `prompt` for an anonymous worker persona or `agentId` to run one of your other agents; pass `tools` only to narrow its toolset. Declare `output` (a JSON schema, root type "object") to get a validated structured result; otherwise you get its final text.
-- A **script child**: pass `script` — a Python module whose calls to tools go through `ctx` and run durably.
+- A **script child**: pass `script` — a Python module (the Monty subset: no imports, no classes with bases) defining `def main(ctx):`, whose return value (JSON data; None → null) is the result. Everything outside goes through `ctx`, and each call is journaled so the script resumes exactly after a restart or while it waits for a child: `ctx.input` (your `input`), `ctx.run_id`, `ctx.call(tool, input)` (read, write, your callables and lambdas), `ctx.delegate(spec)` (a model child; spec as for delegate, returns its output: the typed payload or {text}), `ctx.now()` (ms since the epoch), `ctx.log(level, message, data=None)`, `ctx.plan(steps, title=None)`. A failed ctx call raises `RuntimeError("<code>: <message>")` (codes: unknown-tool, invalid-input, tool-error, canceled, a child's own code); uncaught, it fails the script with that code. Scripts are always awaited; about 2 s of pure compute between ctx calls (fuel) and 64 MiB of memory.
 Independent children must be spawned together, in one reply. Pass `await: false` only for fire-and-forget work whose outcome you do not need.""",
     input_schema={
         "type": "object",
@@ -158,9 +161,10 @@ Independent children must be spawned together, in one reply. Pass `await: false`
             },
             "script": {
                 "type": "string",
-                "description": "Script child: a self-contained module. Provide exactly one of brief or script.",
+                "description": "Script child: a self-contained Python module defining `def main(ctx):` (see above). "
+                "Provide exactly one of brief or script.",
             },
-            "input": {"description": "Script child only: JSON value passed to the module as its first argument."},
+            "input": {"description": "Script child only: JSON value the script reads as `ctx.input`."},
             "prompt": {
                 "type": "string",
                 "description": "Model child: optional system prompt for an anonymous worker using your model. Omit "
@@ -189,7 +193,7 @@ Independent children must be spawned together, in one reply. Pass `await: false`
         "type": "object",
         "properties": {
             "status": {"type": "string", "enum": ["succeeded", "failed", "canceled", "detached"]},
-            "sessionId": {"type": "string"},
+            "sessionId": {"type": ["string", "null"], "description": "The child's session; null for a script child."},
             "runId": {"type": "string"},
             "output": {
                 "description": "The validated result payload, {text} when no output schema was declared, or the "
