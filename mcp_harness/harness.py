@@ -174,9 +174,12 @@ class Harness:
             from mcp_harness.runs.agent import AgentExecutor
             from mcp_harness.runs.engine import RunEngine
             from mcp_harness.runs.resolve import on_finalized
+            from mcp_harness.runs.script import ScriptExecutor
 
             self._engine = RunEngine(
-                self.runs, {"agent": AgentExecutor(self)}, max_agent_runs=self.settings.runs.max_agent_runs
+                self.runs,
+                {"agent": AgentExecutor(self), "workflow": ScriptExecutor(self)},
+                max_agent_runs=self.settings.runs.max_agent_runs,
             )
 
             async def hook(run: RunRecord) -> None:

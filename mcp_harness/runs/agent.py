@@ -339,8 +339,22 @@ class AgentExecutor:
         assert run.session_id is not None
         arguments = call.arguments
         try:
-            if isinstance(arguments.get("script"), str) and arguments["script"].strip():
-                raise BadRequest("Script children are not available in this build; delegate a model child with brief.")
+            if delegate_verb.script_source(arguments) is not None:
+                with h.db.transaction():
+                    h.sessions.append(
+                        run.session_id,
+                        {"type": "tool_call", "id": call.id, "name": "delegate", "input": arguments},
+                        "agent",
+                    )
+                    delegate_verb.spawn_script(
+                        h,
+                        agent_id=turn.agent.id,
+                        parent_session_id=run.session_id,
+                        parent_run=run,
+                        tool_call_id=call.id,
+                        arguments=arguments,
+                    )
+                return True
             if arguments.get("await") is False:
                 result = delegate_verb.spawn_detached(
                     h, agent_id=turn.agent.id, parent_session_id=run.session_id, parent_run=run, arguments=arguments

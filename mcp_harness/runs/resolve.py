@@ -55,14 +55,41 @@ def _unanswered_calls(
     return list(calls.values())
 
 
+def parent_session_of(harness: Harness, child: RunRecord) -> str | None:
+    """The session whose delegate call a child answers: its own session's parent, or, for a script child (which
+    has no session), the `parentSessionId` recorded when it was spawned."""
+    if child.session_id is not None:
+        return harness.sessions.get(child.session_id).parent_session_id
+    recorded = child.input.get("parentSessionId")
+    return recorded if isinstance(recorded, str) else None
+
+
 def _child_for(harness: Harness, session_id: str, call_id: str) -> RunRecord | None:
     with harness.db.reading() as conn:
         row = conn.execute(
-            "SELECT r.id FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.parent_tool_call_id = ? "
-            "AND s.parent_session_id = ? ORDER BY r.created_at DESC LIMIT 1",
+            "SELECT r.id FROM runs r LEFT JOIN sessions s ON s.id = r.session_id WHERE r.parent_tool_call_id = ? "
+            "AND (s.parent_session_id = ? OR r.session_id IS NULL) ORDER BY r.created_at DESC LIMIT 1",
             (call_id, session_id),
         ).fetchone()
-    return None if row is None else harness.runs.find(row[0])
+    child = None if row is None else harness.runs.find(row[0])
+    if child is not None and child.session_id is None and child.input.get("parentSessionId") != session_id:
+        return None
+    return child
+
+
+def _wake_script_parent(harness: Harness, child: RunRecord) -> str | None:
+    """A script's model child answers no transcript call: its end requeues the script parked on it, which then
+    replays and finds the result on the child's row. Returns the parent run id when it was requeued."""
+    if child.parent_run_id is None:
+        return None
+    with harness.db.transaction():
+        parent = harness.runs.find(child.parent_run_id)
+        if parent is None or parent.kind != "workflow" or parent.status != "waiting":
+            return None
+        if child.id not in ((parent.wait or {}).get("childRunIds") or []):
+            return None
+        harness.runs.requeue(parent.id)
+        return parent.id
 
 
 def pending_spawns(harness: Harness, session_id: str, events: Iterable[EventRecord] | None = None) -> set[str]:
@@ -100,13 +127,12 @@ def reconcile_session(harness: Harness, session_id: str, *, interrupted_text: st
 def deliver(harness: Harness, child: RunRecord) -> str | None:
     """Append the child's result on the parent's session (once) and requeue the parent if it was waiting on its
     last child. Returns the parent run id when it was requeued. Blocking; one transaction."""
-    if child.parent_tool_call_id is None or child.session_id is None:
-        return None
+    if child.parent_tool_call_id is None:
+        return _wake_script_parent(harness, child)
     if child.parent_run_id is None and child.id in harness.awaited_children:
         return None  # an MCP client's delegate call in this process is waiting and writes its own result
     with harness.db.transaction():
-        session = harness.sessions.get(child.session_id)
-        parent_session = session.parent_session_id
+        parent_session = parent_session_of(harness, child)
         if parent_session is None:
             return None
         call_id = child.parent_tool_call_id
@@ -118,7 +144,7 @@ def deliver(harness: Harness, child: RunRecord) -> str | None:
         # the calls the parent waits on?
         answered = harness.sessions.answered_calls(parent_session, [call_id, *waiting_on])
         if call_id in answered:
-            if child.status == "succeeded":
+            if child.status == "succeeded" and child.session_id is not None:
                 late = {"type": "message", "role": "user", "content": LATE_NOTICE}
                 harness.sessions.append(child.session_id, late, "system")
             return None
@@ -137,9 +163,9 @@ def deliver(harness: Harness, child: RunRecord) -> str | None:
 def settle_plan_step(harness: Harness, child: RunRecord) -> None:
     """When all children attached to a running plan step succeeded, the runtime marks it done (never failed)."""
     step_id = child.input.get("planStepId")
-    if child.status != "succeeded" or not step_id or child.parent_run_id is None or child.session_id is None:
+    if child.status != "succeeded" or not step_id or child.parent_run_id is None:
         return
-    parent_session = harness.sessions.get(child.session_id).parent_session_id
+    parent_session = parent_session_of(harness, child)
     if parent_session is None:
         return
     with harness.db.transaction():

@@ -277,6 +277,28 @@ def m006_runs_by_tool_call(conn: sqlite3.Connection) -> None:
         "CREATE INDEX runs_by_parent_tool_call ON runs (parent_tool_call_id) WHERE parent_tool_call_id IS NOT NULL"
     )
 
+
+@migration
+def m007_run_journal(conn: sqlite3.Connection) -> None:
+    # A script child's journal (HARNESS §9.3): one row per entry, in append order. Replay groups the entries by
+    # `call_seq` and queues the groups per `key`; `entry_cbor` holds the whole entry, the columns only what replay
+    # and the caps need without decoding.
+    _execute_all(
+        conn,
+        """
+        CREATE TABLE run_journal (
+            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            call_seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            key TEXT,
+            entry_cbor BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        ) WITHOUT ROWID
+        """,
+    )
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -116,6 +116,8 @@ class RunStore:
         continued_from_run_id: str | None = None,
         trigger_firing_id: str | None = None,
         budget: dict[str, Any] | None = None,
+        source_text: str | None = None,
+        source_cid: str | None = None,
     ) -> RunRecord:
         """Queue a run. A child inherits its parent's root and sits one level deeper. Supplying an existing
         `run_id` is a no-op that returns that row, so deterministic ids make enqueue idempotent.
@@ -147,8 +149,9 @@ class RunStore:
             row = conn.execute(
                 "INSERT INTO runs (id, account_id, root_run_id, parent_run_id, parent_tool_call_id, "
                 "continued_from_run_id, depth, kind, agent_id, session_id, trigger_firing_id, origin, title, model, "
-                "input_cbor, status, max_attempts, queue, budget_cbor, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING *",
+                "input_cbor, status, max_attempts, queue, budget_cbor, source_text, source_cid, created_at, "
+                "updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?) RETURNING *",
                 (
                     rid,
                     account_id,
@@ -168,11 +171,40 @@ class RunStore:
                     max_attempts,
                     queue,
                     _dump(budget),
+                    source_text,
+                    source_cid,
                     ts,
                     ts,
                 ),
             ).fetchone()
         return _record(row)
+
+    # -- the script journal (HARNESS §9.3) ---------------------------------------------------------------------
+
+    def journal(self, run_id: str) -> list[dict[str, Any]]:
+        """A script run's journal entries, in append order."""
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                "SELECT entry_cbor FROM run_journal WHERE run_id = ? ORDER BY seq", (run_id,)
+            ).fetchall()
+        return [cbor2.loads(row[0]) for row in rows]
+
+    def append_journal(self, run_id: str, entries: Iterable[Mapping[str, Any]]) -> int:
+        """Append entries (each with `callSeq`, `kind` and usually `key`); returns the encoded bytes added."""
+        added = 0
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM run_journal WHERE run_id = ?", (run_id,)).fetchone()
+            seq = int(row[0])
+            for entry in entries:
+                blob = cbor2.dumps(dict(entry), canonical=True)
+                seq += 1
+                added += len(blob)
+                conn.execute(
+                    "INSERT INTO run_journal (run_id, seq, call_seq, kind, key, entry_cbor, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, seq, entry["callSeq"], entry["kind"], entry.get("key"), blob, now_ms()),
+                )
+        return added
 
     def get(self, run_id: str) -> RunRecord:
         """Raises: NotFound: no such run."""

@@ -94,10 +94,13 @@ def spawn_child(
     agent_id: str,
     parent_session_id: str,
     parent_run: RunRecord | None,
-    tool_call_id: str,
+    tool_call_id: str | None,
     spec: dict[str, Any],
 ) -> Spawned:
-    """Create the child session (brief as its first message) and enqueue its run. Blocking; one transaction."""
+    """Create the child session (brief as its first message) and enqueue its run. Blocking; one transaction.
+
+    A script's model child has no `tool_call_id`: it answers no transcript call, and its parent script re-attaches
+    to it by run id from its journal."""
     from mcp_harness.store._util import new_id
 
     depth = (spawn_depth(harness, parent_run) if parent_run is not None else 0) + 1
@@ -152,6 +155,71 @@ def spawn_child(
             max_attempts=CHILD_MAX_ATTEMPTS,
         )
     return Spawned(run_id=run_id, session_id=child.id, title=title)
+
+
+def script_source(arguments: dict[str, Any]) -> str | None:
+    """The script of a `delegate {script}` call: a non-empty string is checked before anything else (HARNESS §6)."""
+    script = arguments.get("script")
+    return script if isinstance(script, str) and script.strip() else None
+
+
+def spawn_script(
+    harness: Harness,
+    *,
+    agent_id: str,
+    parent_session_id: str,
+    parent_run: RunRecord | None,
+    tool_call_id: str,
+    arguments: dict[str, Any],
+) -> Spawned:
+    """`delegate {script}`: lint, check depth, and enqueue a `workflow` run with the source pinned on it. It has no
+    session of its own (its result carries `sessionId: null`); `parentSessionId` in its input says where its result
+    is delivered. A `brief` alongside is ignored. Blocking; one transaction."""
+    import hashlib
+
+    from mcp_harness.sandbox.monty import lint_script
+    from mcp_harness.store._util import new_id
+
+    source = arguments["script"]
+    if arguments.get("await") is False:
+        raise BadRequest(
+            "Detached script children are not supported: scripts are awaited; drop `await: false`, or delegate a "
+            "model child with `brief` to work in the background."
+        )
+    title = arguments["title"].strip()[:256] if isinstance(arguments.get("title"), str) else ""
+    title = title or "Script"
+    problems = lint_script(source)
+    if problems:
+        raise BadRequest("Workflow source rejected:\n" + "\n".join(f"- {p}" for p in problems))
+    depth = (spawn_depth(harness, parent_run) if parent_run is not None else 0) + 1
+    if depth > MAX_DEPTH:
+        raise BadRequest(f"Workflow depth limit reached ({MAX_DEPTH})")
+    run_input: dict[str, Any] = {
+        "input": arguments.get("input"),
+        "parentToolCallId": tool_call_id,
+        "parentToolName": "delegate",
+        "parentSessionId": parent_session_id,
+    }
+    step = running_step(harness.sessions.get_plan(parent_session_id))
+    if step is not None:
+        run_input["planStepId"], run_input["planStepLabel"] = step["id"], step["label"]
+    run_id = new_id()
+    harness.runs.enqueue(
+        run_id=run_id,
+        account_id=harness.account_id,
+        kind="workflow",
+        title=title,
+        origin="agent",
+        agent_id=agent_id,
+        input=run_input,
+        parent_run_id=parent_run.id if parent_run is not None else None,
+        parent_tool_call_id=tool_call_id,
+        queue="background",
+        max_attempts=1,
+        source_text=source,
+        source_cid="sha256:" + hashlib.sha256(source.encode("utf-8")).hexdigest(),
+    )
+    return Spawned(run_id=run_id, session_id=None, title=title)
 
 
 def spawn_detached(
@@ -235,9 +303,20 @@ async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     harness = ctx.harness
     if ctx.session_id is None:
         raise BadRequest("delegate needs a session.")
-    if isinstance(arguments.get("script"), str) and arguments["script"].strip():
-        raise BadRequest("Script children are not available in this build; delegate a model child with `brief`.")
     session_id = ctx.session_id
+    call_id = ctx.call_id or "client-call"
+    if script_source(arguments) is not None:
+        spawned = await harness.engine.offload(
+            lambda: spawn_script(
+                harness,
+                agent_id=ctx.agent.id,
+                parent_session_id=session_id,
+                parent_run=None,
+                tool_call_id=call_id,
+                arguments=arguments,
+            )
+        )
+        return await _await_spawned(ctx, spawned)
     if arguments.get("await") is False:
         return await harness.engine.offload(
             lambda: spawn_detached(
@@ -245,7 +324,6 @@ async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
             )
         )
     spec = normalize_spec(arguments)
-    call_id = ctx.call_id or "client-call"
     spawned = await harness.engine.offload(
         lambda: spawn_child(
             harness,
@@ -256,12 +334,19 @@ async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
             spec=spec,
         )
     )
+    return await _await_spawned(ctx, spawned)
+
+
+async def _await_spawned(ctx: VerbContext, spawned: Spawned) -> VerbResult:
+    """Hold the client's call open until the child resolves; cancelling the call cancels the child's tree."""
+    harness = ctx.harness
     engine = harness.engine
     harness.awaited_children.add(spawned.run_id)
     engine.wake()
     try:
         if ctx.progress is not None:
-            await ctx.progress(f'Started child "{spawned.title}" (session {spawned.session_id}).')
+            where = f"session {spawned.session_id}" if spawned.session_id else f"run {spawned.run_id}"
+            await ctx.progress(f'Started child "{spawned.title}" ({where}).')
         child = await _await_child(harness, spawned, ctx)
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):

@@ -116,6 +116,8 @@ def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
         {"id": c["id"], "status": c["status"], "title": c["title"], "sessionId": c.get("sessionId")} for c in children
     ]
     data = {"summary": f"Run {run.id} ({run.kind}) is {run.status}.", **info}
+    if run.source_text is not None:
+        data["sourceText"] = run.source_text
     lines = [f"- status: {run.status}", f"- title: {run.title}"]
     if run.wait:
         lines.append(f"- waiting: {json.dumps(info.get('wait'), ensure_ascii=False)}")
@@ -127,6 +129,8 @@ def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
         lines.append(f"- output: {json.dumps(run.output, ensure_ascii=False)[:2000]}")
     for child in info["children"]:
         lines.append(f"- child {child['id']} ({child['status']}): {child['title']}")
+    if run.source_text is not None:
+        lines.append(f"\n```python\n{run.source_text}\n```")
     return VerbResult.of(data, "\n".join(lines), fmt=fmt)
 
 
