@@ -260,7 +260,7 @@ async def test_a_cpu_burning_loop_exhausts_its_fuel(client: Client, scripted: Ha
 
 
 async def test_the_journal_cap_fails_the_run(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_harness.runs import script as script_module
+    from mcp_harness.runs import script_journal as script_module
 
     monkeypatch.setattr(script_module, "MAX_JOURNAL_ENTRIES", 5)
     result = await run_script(client, "def main(ctx):\n    for i in range(10):\n        ctx.log('info', str(i))\n")

@@ -86,8 +86,12 @@ def _wake_script_parent(harness: Harness, child: RunRecord) -> str | None:
         parent = harness.runs.find(child.parent_run_id)
         if parent is None or parent.kind != "workflow" or parent.status != "waiting":
             return None
-        if child.id not in ((parent.wait or {}).get("childRunIds") or []):
+        waiting_on: list[str] = (parent.wait or {}).get("childRunIds") or []
+        if child.id not in waiting_on:
             return None
+        others = (harness.runs.find(rid) for rid in waiting_on if rid != child.id)
+        if any(other is not None and other.status not in TERMINAL for other in others):
+            return None  # a parallel block parks on all its children: the last of them wakes it
         harness.runs.requeue(parent.id)
         return parent.id
 
@@ -165,6 +169,9 @@ def settle_plan_step(harness: Harness, child: RunRecord) -> None:
     step_id = child.input.get("planStepId")
     if child.status != "succeeded" or not step_id or child.parent_run_id is None:
         return
+    parent = harness.runs.find(child.parent_run_id)
+    if parent is not None and parent.kind == "workflow":
+        return  # a script's model child: its step belongs to the script's plan, which ctx.step closes
     parent_session = parent_session_of(harness, child)
     if parent_session is None:
         return

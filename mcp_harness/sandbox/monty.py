@@ -78,6 +78,58 @@ class _HarnessCtx:
     def plan(self, steps, title=None):
         return _harness_unwrap({EXTERNAL}("plan", steps, title))
 
+    def step(self, label, fn):
+        _harness_unwrap({EXTERNAL}("step", label, "start"))
+        try:
+            value = fn()
+        except Exception:
+            {EXTERNAL}("step", label, "end", False)
+            raise
+        _harness_unwrap({EXTERNAL}("step", label, "end", True))
+        return value
+
+    def parallel(self, thunks):
+        settled = _harness_settle(thunks, False)
+        for r in settled:
+            if not r[0]:
+                raise r[1]
+        return [r[1] for r in settled]
+
+    def parallel_settled(self, thunks):
+        out = []
+        for r in _harness_settle(thunks, True):
+            if r[0]:
+                out.append({{"ok": True, "value": r[1]}})
+            else:
+                text = str(r[1])
+                code = text.split(": ", 1)[0] if ": " in text and type(r[1]) == RuntimeError else "workflow-error"
+                out.append({{"ok": False, "error": {{"code": code, "message": text}}}})
+        return out
+
+    def delegate_all(self, specs):
+        return self.parallel([_harness_delegating(self, spec) for spec in specs])
+
+
+def _harness_settle(thunks, settle_all):
+    thunks = list(thunks)
+    _harness_unwrap({EXTERNAL}("parallel", "begin", len(thunks)))
+    settled = []
+    for thunk in thunks:
+        _harness_unwrap({EXTERNAL}("parallel", "thunk"))
+        try:
+            settled.append((True, thunk()))
+        except Exception as e:
+            settled.append((False, e))
+    failed = [not r[0] for r in settled]
+    waiting = _harness_unwrap({EXTERNAL}("parallel", "end", failed, settle_all))
+    return [r for r, w in zip(settled, waiting) if not w]
+
+
+def _harness_delegating(ctx, spec):
+    def thunk():
+        return ctx.delegate(spec)
+    return thunk
+
 
 main(_HarnessCtx(_harness_input, _harness_run_id))
 """

@@ -96,11 +96,13 @@ def spawn_child(
     parent_run: RunRecord | None,
     tool_call_id: str | None,
     spec: dict[str, Any],
+    script_step: dict[str, Any] | None = None,
 ) -> Spawned:
     """Create the child session (brief as its first message) and enqueue its run. Blocking; one transaction.
 
     A script's model child has no `tool_call_id`: it answers no transcript call, and its parent script re-attaches
-    to it by run id from its journal."""
+    to it by run id from its journal. Its plan step is the script's open `ctx.step` (`script_step`: `{id, label}`,
+    empty for none), not the conversation's."""
     from mcp_harness.store._util import new_id
 
     depth = (spawn_depth(harness, parent_run) if parent_run is not None else 0) + 1
@@ -123,10 +125,11 @@ def spawn_child(
         child_agent = found.id
     title = title_of(spec)
     run_input: dict[str, Any] = {"spec": spec, "parentToolCallId": tool_call_id}
-    plan = harness.sessions.get_plan(parent_session_id)
-    step = running_step(plan)
-    if step is not None:
-        run_input["planStepId"], run_input["planStepLabel"] = step["id"], step["label"]
+    step = running_step(harness.sessions.get_plan(parent_session_id)) if script_step is None else script_step
+    if step:
+        if step.get("id"):
+            run_input["planStepId"] = step["id"]
+        run_input["planStepLabel"] = step["label"]
     run_id = new_id()
     with harness.db.transaction():
         child = harness.sessions.create(
