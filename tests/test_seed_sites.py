@@ -149,3 +149,11 @@ async def test_raw_reads_skip_the_hypermedia_probe(web_client: Client, tls_site:
     raw = await call(web_client, "read", {"address": f"{base}/notes", "options": {"raw": True}})
     assert raw["markdown"] == CHROME
 
+
+
+async def test_an_hm_path_that_names_no_account_is_not_taken_for_a_gateway(
+    web_client: Client, tls_site: tuple[str, str, Egress]
+) -> None:
+    base, _, _ = tls_site
+    data = await call(web_client, "read", {"address": f"{base}/hm/about"})
+    assert "source" not in data and "Scraped page chrome" in data["markdown"]

@@ -30,21 +30,22 @@ def links(tree: Sequence[BlockNode]) -> Iterator[tuple[str, str]]:
 
 
 def exists(node: Node, link: str) -> bool:
-    """Whether the node holds what a well-formed link names: a document (at the version, if given) or a comment."""
+    """Whether the node holds what a well-formed link names: a live document (following its redirects; at the
+    version, if given, which must be one of that document's; with the block, if given), a comment not deleted, or an
+    account's profile."""
     target = parse_hm_id(link)
-    path = "".join(f"/{s}" for s in target.path if not s.startswith(":"))
-    ref = node.ref(target.uid, path)
-    if ref is not None and not ref.is_tombstone:
-        if not target.version:
-            return True
+    segments = [s for s in target.path if not s.startswith(":")]
+    path = "".join(f"/{s}" for s in segments)
+    if node.ref(target.uid, path) is not None:
         try:
-            node.document(target.uid, path, target.version)
+            document = node.document(target.uid, path, target.version)
         except HarnessError:
             return False
-        return True
-    if len(target.path) == 1:
-        return node.store.comment(target.uid, target.path[0]) is not None
-    return not target.path and node.profile(target.uid) is not None
+        return not target.block_ref or target.block_ref in document.state.blocks
+    if len(segments) == 1:
+        found = node.store.comment(target.uid, segments[0])
+        return found is not None and not found[0].deleted
+    return not segments and node.profile(target.uid) is not None
 
 
 def check(node: Node, tree: Sequence[BlockNode], skip_missing: bool) -> None:

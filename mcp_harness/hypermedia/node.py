@@ -190,11 +190,30 @@ class Node:
         heads = list(ref.heads)
         if version:
             heads = [str(CID.parse(part)) for part in version.split(".") if part]
+            self._check_version_of(ref, heads, version)
         try:
             state = self.state(heads)
         except NotFound as missing:
             raise NotFound(f"Version {version} of {hm_url(space, path)} is not known here: {missing.message}") from None
         return Document(space=space, path=path, ref=ref, state=state)
+
+    def _check_version_of(self, ref: RefRow, heads: Sequence[str], version: str) -> None:
+        """Refuse a version that is not one of this document's: every head must be a change its Refs reach.
+
+        Every document a key creates starts from the same ts=0 genesis, so the genesis cannot tell documents apart;
+        without this, `?v=` of one document would read (and fork, and link) another one's content under this id.
+        """
+        tips = self.store.ref_heads(ref.space, ref.path, ref.generation)
+        try:
+            reachable = self._reachable(sorted(tips)) if tips else {}
+        except NotFound:
+            reachable = {}
+        stray = [h for h in heads if h not in reachable]
+        if stray:
+            raise NotFound(
+                f"Version {version} is not a version of {hm_url(ref.space, ref.path)}: change {stray[0]} is not in "
+                "its history here. Read the document without ?v= for its current version."
+            )
 
     def children(self, space: str, path: str) -> list[Document]:
         """The live documents directly below a path, by path."""
@@ -252,13 +271,14 @@ class Node:
         return self.store.put(verified)
 
     def create(self, key: KeyPair, space: str, path: str, ops: list[dict[str, Any]]) -> list[Blob]:
-        """Blobs that create a document: the genesis, one Change with every op, and a Ref.
+        """Blobs that create a document: the genesis, one Change with every op, and a Ref. A deleted document or a
+        redirect at the path is replaced (the new Ref's generation wins over it).
 
         Raises:
-            Conflict: a live document (or a redirect) is already at that path.
+            Conflict: a live document is already at that path.
         """
         existing = self.store.current_ref(space, path)
-        if existing is not None and not existing.is_tombstone:
+        if existing is not None and not existing.is_tombstone and not existing.is_redirect:
             raise Conflict(
                 f"A document already exists at {hm_url(space, path)}. Use options.action \"update\" to revise it."
             )
@@ -295,9 +315,10 @@ class Node:
                          generation=document.ref.generation, ts=ts, redirect=target)
 
     def move(self, key: KeyPair, document: Document, to_path: str) -> list[Blob]:
-        """The document's heads under a new path, and a redirect left at the old one."""
+        """The document's heads under a new path, and a redirect left at the old one. A deleted document or a
+        redirect at the new path is replaced (so a move can be undone by moving back)."""
         existing = self.store.current_ref(document.space, to_path)
-        if existing is not None and not existing.is_tombstone:
+        if existing is not None and not existing.is_tombstone and not existing.is_redirect:
             raise Conflict(f"Cannot move to {hm_url(document.space, to_path)}: a document is already there.")
         ts = self._next_ts(key, document.ref.ts)
         generation = max(document.ref.generation, (existing.generation + 1) if existing else 0)

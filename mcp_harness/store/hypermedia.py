@@ -213,6 +213,15 @@ class HypermediaStore:
             ).fetchone()
         return None if row is None else _ref_row(row)
 
+    def ref_heads(self, space: str, path: str, generation: int) -> set[str]:
+        """The heads every Ref of one generation of a resource named: the tips of every version that document has
+        had at that path (a document deleted and created anew there is another generation)."""
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT heads FROM hm_refs WHERE space = ? AND path = ? AND generation = ?", (space, path, generation)
+            ).fetchall()
+        return {head for row in rows for head in row["heads"].split(".") if head}
+
     def current_refs_under(self, space: str, prefix: str) -> list[RefRow]:
         """The winning Ref of every resource whose path starts with `prefix + "/"` (all descendants)."""
         like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"

@@ -23,6 +23,7 @@ from mcp_harness.hypermedia.blocks import BlockNode, tree_from_json
 from mcp_harness.hypermedia.documents import find_block
 from mcp_harness.hypermedia.ids import HmId, pack_hm_id, parse_hm_id
 from mcp_harness.hypermedia.markdown import render_markdown
+from mcp_harness.identity.keys import public_key_of
 from mcp_harness.web.egress import Egress
 
 MAX_API_BYTES = 8 * 1024 * 1024
@@ -36,8 +37,12 @@ def hypermedia_id_of(egress: Egress, url: str) -> HmId | None:
         Upstream: the site could not be reached (not a reason to fall through: the GET would fail the same way).
     """
     if "/hm/" in urlsplit(url).path:
+        # A gateway path names its document outright, but only if what follows /hm/ is an account id: any site may
+        # have an /hm/ page of its own, and guessing would send the API call (and its failure) to a plain site.
         try:
-            return parse_hm_id(url)
+            found = parse_hm_id(url)
+            public_key_of(found.uid)
+            return found
         except BadRequest:
             pass
     with egress.open(url, method="OPTIONS") as response:
