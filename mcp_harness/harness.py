@@ -71,6 +71,9 @@ def _uses_network(verb: str, arguments: dict[str, Any]) -> bool:
         address = arguments.get("address")
         return isinstance(address, str) and address.strip().lower().startswith(("http://", "https://"))
     options = arguments.get("options")
+    address = arguments.get("address")
+    if isinstance(address, str) and address.strip().lower().startswith("hm://"):
+        return False  # a hypermedia fork's fromUrl names a document on the embedded node, not the network
     return verb == "write" and isinstance(options, dict) and "fromUrl" in options
 
 

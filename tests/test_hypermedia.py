@@ -475,14 +475,14 @@ async def test_concurrent_writes_are_each_atomic(
 
     base = f"hm://{alice.account_id}"
     await call(client, "write", {"address": f"{base}/src", "content": "Source.", "options": {"name": "Src"}})
-    slow_live = hm_write._live  # pyright: ignore[reportPrivateUsage]
+    slow_live = hm_write.live
 
     def live(node: Any, target: Any) -> Any:
         found = slow_live(node, target)
         time.sleep(0.2)  # widen the gap between the existence check and the publish
         return found
 
-    monkeypatch.setattr(hm_write, "_live", live)
+    monkeypatch.setattr(hm_write, "live", live)
     outcomes: list[bool] = []
 
     async def fork() -> None:
@@ -571,3 +571,13 @@ async def test_profile_update_republishes_the_signers_profile(client: Client, al
     assert other["status"] in (400, 403)
     draft = await refused(client, "write", {"address": home, "options": {"action": "draft.create"}})
     assert draft["status"] == 400 and "profile.update" in draft["message"]
+
+
+async def test_renaming_an_identity_keeps_the_profile_picture_and_description(client: Client, alice: Identity,
+                                                                               harness: Harness) -> None:
+    avatar = "ipfs://bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
+    await call(client, "write", {"address": f"hm://{alice.account_id}", "options": {
+        "action": "profile.update", "metadata": {"avatar": avatar, "description": "Writes field notes."}}})
+    update_identity(harness, alice.name, "Alice B.")
+    profile = await call(client, "read", {"address": f"hm://{alice.account_id}/:profile"})
+    assert (profile["name"], profile["avatar"], profile["description"]) == ("Alice B.", avatar, "Writes field notes.")

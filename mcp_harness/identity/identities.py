@@ -173,7 +173,9 @@ def update_identity(harness: Harness, name_or_account: str, label: str | None) -
     with harness.db.transaction():
         updated = _identity(harness.secrets.update_metadata(harness.account_id, record.name, metadata))
         node = harness.hypermedia
-        node.publish([node.profile_blob(pair, updated.label)])
+        # The new name replaces the old one; a picture or description set with profile.update is kept.
+        current = node.profile(pair.account_id) or {}
+        node.publish([node.profile_blob(pair, updated.label, current.get("avatar"), current.get("description"))])
     return updated
 
 

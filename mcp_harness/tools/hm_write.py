@@ -9,15 +9,13 @@ publish grant. `dryRun: true` runs every check and builds every blob, then store
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from mcp_harness.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
+from mcp_harness.errors import BadRequest, Forbidden, TooLarge
 from mcp_harness.grants import may
 from mcp_harness.hypermedia import hm_links
 from mcp_harness.hypermedia.blobs import Blob
-from mcp_harness.hypermedia.cid import CID
-from mcp_harness.hypermedia.ids import HmId, parse_hm_id, tsid, version_string
+from mcp_harness.hypermedia.ids import parse_hm_id, tsid, version_string
 from mcp_harness.hypermedia.markdown import (
     diff_operations,
     document_operations,
@@ -25,10 +23,12 @@ from mcp_harness.hypermedia.markdown import (
     metadata_operations,
     parse_markdown,
 )
-from mcp_harness.hypermedia.node import MAX_REDIRECTS, Document, Node, comment_body, hm_url
-from mcp_harness.identity.identities import MAX_LABEL_BYTES
+from mcp_harness.hypermedia.node import Node, comment_body, hm_url
 from mcp_harness.identity.keys import KeyPair
 from mcp_harness.tools.base import VerbContext, VerbResult, refuse_unknown_options
+from mcp_harness.tools.hm_common import Target, check_parent, live, path_of, require, require_name, whole_document
+from mcp_harness.tools.hm_profile import profile_update, relabel_identity
+from mcp_harness.tools.hm_structure import delete, move, redirect
 
 MAX_CONTENT_BYTES = 256 * 1024
 MAX_METADATA_BYTES = 16 * 1024
@@ -49,23 +49,8 @@ ACTION_OPTIONS: dict[str, tuple[str, ...]] = {
 RAW_COMMANDS = ("profile.update",)
 """The dotted raw commands the embedded node carries out itself (HARNESS §12: they pass through as raw commands)."""
 NO_CONTENT_ACTIONS = ("move", "redirect", "delete", "fork", "profile.update")
-PROFILE_FIELDS = ("name", "avatar", "description")
-MAX_PROFILE_DESCRIPTION_BYTES = 512
 FROM_PATH_OPTIONS = ("fromPath", "signer")
 OPTIONS_HINT = "Extra command fields belong in options.input, never as loose option keys."
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Where a write lands: the space (account), the path, and who signs."""
-
-    space: str
-    path: str
-    signer: KeyPair
-
-    @property
-    def url(self) -> str:
-        return hm_url(self.space, self.path)
 
 
 def write_hm(ctx: VerbContext, text: str, content: object, options: dict[str, Any], dry_run: bool) -> VerbResult:
@@ -113,7 +98,7 @@ def _write_hm(ctx: VerbContext, text: str, content: object, options: dict[str, A
     if address.version or address.block_ref:
         raise BadRequest(f"write takes a document address without ?v= or #block: hm://{address.uid}/<path>.")
     node: Node = ctx.harness.hypermedia
-    path = _path_of(address)
+    path = path_of(address)
     mode = {"comment": "comment", "profile.update": "profile"}.get(action, "write")
     target = Target(address.uid, path, _signer(ctx, address.uid, path, options.get("signer"), mode))
     body = _content(content)
@@ -127,25 +112,8 @@ def _write_hm(ctx: VerbContext, text: str, content: object, options: dict[str, A
     else:
         node.publish(published)
         if action == "profile.update":
-            _relabel_identity(ctx, target.signer.account_id, data["name"])
+            relabel_identity(ctx, target.signer.account_id, data["name"])
     return VerbResult.of(data)
-
-
-def _path_of(address: HmId) -> str:
-    for segment in address.path:
-        if (
-            not segment
-            or segment in (".", "..")
-            or segment.startswith(":")
-            or any(c in segment for c in "\"'")
-            or not segment.isprintable()
-        ):
-            raise BadRequest(
-                f"Invalid path segment {segment!r} in hm://{address.uid}/{'/'.join(address.path)}: segments are "
-                "non-empty, printable, without quotes, not '.' or '..' (web gateways would resolve them to another "
-                "path), and do not start with ':' (reserved for read views)."
-            )
-    return "".join(f"/{s}" for s in address.path)
 
 
 def _signer(ctx: VerbContext, space: str, path: str, wanted: object, mode: str = "write") -> KeyPair:
@@ -249,71 +217,13 @@ def _metadata(options: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     return metadata
 
 
-def _live(node: Node, target: Target) -> Document | None:
-    ref = node.ref(target.space, target.path)
-    if ref is None or ref.is_tombstone or ref.is_redirect:
-        return None
-    return node.document(target.space, target.path)
-
-
-def _require(node: Node, target: Target, doing: str = "change") -> Document:
-    """The live document at the target itself (redirects are not followed: a write lands where it is addressed).
-
-    Raises:
-        NotFound: nothing there, or it was deleted.
-        Conflict: the path redirects; the message names where to.
-    """
-    ref = node.ref(target.space, target.path)
-    if ref is None:
-        raise NotFound(f"No document at {target.url} to {doing}. Create it first (the default action).")
-    if ref.is_tombstone:
-        raise NotFound(
-            f"The document at {target.url} was deleted; there is nothing to {doing}. Create a new one there with "
-            "the default action."
-        )
-    if ref.is_redirect:
-        to = hm_url(ref.redirect_space or target.space, ref.redirect_path or "")
-        raise Conflict(
-            f"{target.url} redirects to {to}; {doing} that address instead, or create a new document at "
-            f"{target.url} (the default action) to replace the redirect."
-        )
-    return node.document(target.space, target.path)
-
-
-def _check_parent(node: Node, space: str, path: str) -> None:
-    if path.count("/") <= 1:
-        return
-    parent = path.rsplit("/", 1)[0]
-    ref = node.ref(space, parent)
-    if ref is None or ref.is_tombstone:
-        raise BadRequest(
-            f"Cannot put a document at {hm_url(space, path)}: its parent {hm_url(space, parent)} does not exist. "
-            "Create the parent first (or choose a shallower path)."
-        )
-
-
-def _require_name(metadata: dict[str, Any]) -> None:
-    if not isinstance(metadata.get("name"), str) or not metadata["name"].strip():
-        raise BadRequest(
-            "A document needs a name: pass options.name, options.metadata.name, or a `name:` (or `title:`) line in "
-            "the markdown frontmatter."
-        )
-
-
-def _whole_document(raw: str, option: str) -> HmId:
-    found = parse_hm_id(raw)
-    if found.block_ref:
-        raise BadRequest(f"options.{option} names a whole document: drop the #{found.block_ref} fragment.")
-    return found
-
-
 def _create(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
     if body is None:
         raise BadRequest(f"Creating {target.url} requires content (markdown).")
     parsed = parse_markdown(body)
     metadata = _metadata(options, parsed.metadata)
-    _require_name(metadata)
-    _check_parent(node, target.space, target.path)
+    require_name(metadata)
+    check_parent(node, target.space, target.path)
     hm_links.check(node, parsed.tree, skip)
     ops = metadata_operations(metadata) + document_operations(parsed.tree)
     published = node.create(target.signer, target.space, target.path, ops)
@@ -321,7 +231,7 @@ def _create(node: Node, target: Target, body: str | None, options: dict[str, Any
 
 
 def _update(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
-    document = _require(node, target, "update")
+    document = require(node, target, "update")
     ops: list[dict[str, Any]] = []
     frontmatter: dict[str, Any] = {}
     if body is not None:
@@ -372,7 +282,7 @@ def _same_leaf(old: object, new: object) -> bool:
 
 
 def _publish_memory(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
-    if _live(node, target) is None:
+    if live(node, target) is None:
         return _create(node, target, body, {}, skip)
     return _update(node, target, body, {}, skip)
 
@@ -390,11 +300,11 @@ def _comment(node: Node, target: Target, body: str | None, options: dict[str, An
             raise BadRequest(
                 "Comments attach to a whole document; quote a block by embedding <hm://…#block> in the content."
             )
-        on = Target(parsed_target.uid, _path_of(parsed_target), target.signer)
+        on = Target(parsed_target.uid, path_of(parsed_target), target.signer)
         version = parsed_target.version
     else:
         version = None
-    document = _require(node, on, "comment on")
+    document = require(node, on, "comment on")
     if version:
         document = node.document(on.space, on.path, version)
     reply = None
@@ -420,174 +330,22 @@ def _comment(node: Node, target: Target, body: str | None, options: dict[str, An
     return [blob], data
 
 
-def _move(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
-    document = _require(node, target, "move")
-    raw = options.get("toPath")
-    if not isinstance(raw, str) or not raw.strip():
-        raise BadRequest("move needs options.toPath: the new path in the same account, e.g. /notes/2026.")
-    text = raw.strip()
-    to = parse_hm_id(text) if text.startswith("hm://") else parse_hm_id(f"hm://{target.space}/{text.lstrip('/')}")
-    if to.uid != target.space:
-        raise BadRequest("move stays within one account; publish a copy with action fork to go elsewhere.")
-    if to.version or to.block_ref:
-        raise BadRequest("options.toPath is a path: no ?v= or #block.")
-    to_path = _path_of(to)
-    if not to_path or to_path == target.path or not target.path:
-        raise BadRequest("move needs a different, non-home path, and the home document cannot move.")
-    if to_path.startswith(target.path + "/"):
-        raise BadRequest(f"Cannot move {target.url} inside itself ({hm_url(target.space, to_path)}).")
-    _check_parent(node, target.space, to_path)
-    published = node.move(target.signer, document, to_path)
-    data = {"summary": f"Moved {target.url} to {hm_url(target.space, to_path)}; the old address redirects there.",
-            "action": "move", "id": hm_url(target.space, to_path), "from": target.url, "version": document.version}
-    return published, data
-
-
-def _redirect(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
-    document = _require(node, target, "redirect")
-    raw = options.get("toUrl")
-    if not isinstance(raw, str) or not raw.strip().startswith("hm://"):
-        raise BadRequest("redirect needs options.toUrl: the hm:// address readers should be sent to.")
-    to = _whole_document(raw.strip(), "toUrl")
-    if to.version:
-        raise BadRequest("A redirect points at a document, always its latest version: drop ?v= from options.toUrl.")
-    to_path = _path_of(to)
-    if not target.path:
-        raise BadRequest("The home document cannot redirect (Seed refuses it).")
-    if (to.uid, to_path) == (target.space, target.path):
-        raise BadRequest("A document cannot redirect to itself.")
-    _check_redirect_target(node, target, to.uid, to_path, skip)
-    blob = node.redirect(target.signer, document, to.uid, to_path)
-    data = {"summary": f"{target.url} now redirects to {hm_url(to.uid, to_path)}.", "action": "redirect",
-            "id": target.url, "to": hm_url(to.uid, to_path)}
-    return [blob], data
-
-
-def _check_redirect_target(node: Node, source: Target, space: str, path: str, skip: bool) -> None:
-    """Follow the target's own redirects: refuse a loop back to the source or a chain readers would give up on
-    (always), and a target that is missing or deleted (unless `skip`)."""
-    chain = [hm_url(space, path)]
-    ref = node.ref(space, path)
-    while ref is not None and ref.is_redirect:
-        space, path = ref.redirect_space or space, ref.redirect_path or ""
-        chain.append(hm_url(space, path))
-        if (space, path) == (source.space, source.path):
-            raise BadRequest(f"Redirecting {source.url} there would make a loop: {' → '.join(chain)}.")
-        if len(chain) > MAX_REDIRECTS:
-            raise BadRequest(
-                f"{chain[0]} already redirects {len(chain) - 1} times ({' → '.join(chain)}); readers stop following "
-                f"after {MAX_REDIRECTS}. Redirect to the final address instead."
-            )
-        ref = node.ref(space, path)
-    if skip:
-        return
-    if ref is None:
-        raise BadRequest(f"Redirect target {chain[-1]} does not exist; pass skipLinkCheck: true to redirect there "
-                         "anyway.")
-    if ref.is_tombstone:
-        raise BadRequest(f"Redirect target {chain[-1]} was deleted; pass skipLinkCheck: true to redirect there "
-                         "anyway.")
-
-
-def _delete(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
-    document = _require(node, target, "delete")
-    if not target.path:
-        raise BadRequest("The home document cannot be deleted (Seed refuses it); update it instead.")
-    blob = node.tombstone(target.signer, document)
-    return [blob], {"summary": f"Deleted {target.url}.", "action": "delete", "id": target.url}
-
-
 def _fork(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
     raw = options.get("fromUrl")
     if not isinstance(raw, str) or not raw.strip().startswith("hm://"):
         raise BadRequest("fork needs options.fromUrl: the hm:// address (optionally ?v=…) of the document to copy.")
-    source_id = _whole_document(raw.strip(), "fromUrl")
-    source = node.document(source_id.uid, _path_of(source_id), source_id.version)
-    if _live(node, target) is not None:
+    source_id = whole_document(raw.strip(), "fromUrl")
+    source = node.document(source_id.uid, path_of(source_id), source_id.version)
+    if live(node, target) is not None:
         raise BadRequest(f"{target.url} already exists; fork into a new path.")
-    _check_parent(node, target.space, target.path)
+    check_parent(node, target.space, target.path)
     metadata = _metadata(options, source.state.metadata)
-    _require_name(metadata)
+    require_name(metadata)
     ops = metadata_operations(metadata) + document_operations(source.state.tree)
     published = node.create(target.signer, target.space, target.path, ops)
     data = _published_data("Forked", target, published, metadata, "fork")
     data["from"] = f"{source.id}?v={source.version}"
     return published, data
-
-
-def _profile_update(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
-    """Republish the signer's Profile (HYPERMEDIA §1.5): fields given replace, fields left out are kept, null
-    removes avatar or description; the name stays required."""
-    if target.path:
-        raise BadRequest(
-            f"profile.update publishes an account's profile: address the account, hm://{target.space}, not a path "
-            "in it."
-        )
-    fields: dict[str, Any] = {}
-    raw_input = options.get("input")
-    for source, where in ((raw_input, "options.input"), (options.get("metadata"), "options.metadata")):
-        if source is None:
-            continue
-        if not isinstance(source, dict):
-            raise BadRequest(f"{where} must be an object: {{{', '.join(PROFILE_FIELDS)}}}.")
-        unknown = [k for k in source if k not in PROFILE_FIELDS]  # pyright: ignore[reportUnknownVariableType]
-        if unknown:
-            raise BadRequest(
-                f"A profile has no field {', '.join(repr(k) for k in unknown)}. "  # pyright: ignore[reportUnknownArgumentType]
-                f"Profile fields: {', '.join(PROFILE_FIELDS)} (the picture is avatar, an ipfs:// URI)."
-            )
-        fields.update(source)  # pyright: ignore[reportUnknownArgumentType]
-    if "name" in options:
-        fields["name"] = options["name"]
-    if not fields:
-        raise BadRequest(f"profile.update needs options.name or options.metadata with {', '.join(PROFILE_FIELDS)}.")
-    current = node.profile(target.space) or {}
-    profile = {k: current[k] for k in PROFILE_FIELDS if current.get(k)}
-    for key, value in fields.items():
-        if value is None and key != "name":
-            profile.pop(key, None)
-            continue
-        if not isinstance(value, str) or (key == "name" and not value.strip()):
-            raise BadRequest(f"Profile {key} must be a {'non-empty ' if key == 'name' else ''}string, not {value!r}.")
-        profile[key] = value.strip() if key == "name" else value
-    name = profile.get("name")
-    if not name:
-        raise BadRequest("A profile needs a name: pass options.name.")
-    if len(name.encode("utf-8")) > MAX_LABEL_BYTES:
-        raise BadRequest(f"A profile name holds at most {MAX_LABEL_BYTES} bytes.")
-    avatar = profile.get("avatar")
-    if avatar is not None:
-        scheme, _, rest = avatar.partition("://")
-        try:
-            if scheme != "ipfs":
-                raise ValueError(scheme)
-            CID.parse(rest.split("/", 1)[0])
-        except ValueError:
-            raise BadRequest(
-                f"Profile avatar {avatar!r} is not an ipfs://<cid> URI: publish the picture with write ipfs:// first "
-                "and pass the address it returns."
-            ) from None
-    description = profile.get("description")
-    if description is not None and len(description.encode("utf-8")) >= MAX_PROFILE_DESCRIPTION_BYTES:
-        raise BadRequest(
-            f"Profile description is {len(description.encode('utf-8'))} bytes; it must be under "
-            f"{MAX_PROFILE_DESCRIPTION_BYTES} bytes of UTF-8."
-        )
-    blob = node.profile_blob(target.signer, name, avatar, description)
-    data: dict[str, Any] = {"summary": f"Published the profile of hm://{target.space}: {name}.",
-                            "action": "profile.update", "id": f"hm://{target.space}", **profile}
-    return [blob], data
-
-
-def _relabel_identity(ctx: VerbContext, account: str, name: str) -> None:
-    """Keep the identity's label (its profile name, HARNESS §14) in step with the profile just published."""
-    from mcp_harness.identity.identities import IDENTITY_KIND, secret_name_for
-
-    secrets = ctx.harness.secrets
-    record = secrets.find(ctx.harness.account_id, secret_name_for(account))
-    if record is None or record.kind != IDENTITY_KIND or record.metadata.get("label") == name:
-        return
-    secrets.update_metadata(ctx.harness.account_id, record.name, {**record.metadata, "label": name})
 
 
 def _published_data(verb: str, target: Target, published: list[Blob], metadata: dict[str, Any], action: str):
@@ -604,9 +362,9 @@ _HANDLERS: dict[str, Handler] = {
     "update": _update,
     "publish": _publish_memory,
     "comment": _comment,
-    "move": _move,
-    "redirect": _redirect,
-    "delete": _delete,
+    "move": move,
+    "redirect": redirect,
+    "delete": delete,
     "fork": _fork,
-    "profile.update": _profile_update,
+    "profile.update": profile_update,
 }
