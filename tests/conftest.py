@@ -25,6 +25,16 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
+def scripted_harness(tmp_path: Path, rules: list[dict[str, Any]], name: str = "script.json") -> Harness:
+    """A harness whose `scripted` provider answers by `rules` (models/scripted.py), with its data under tmp_path."""
+    import json
+
+    script = tmp_path / name
+    script.write_text(json.dumps({"rules": rules}))
+    providers = {"scripted": {"type": "scripted", "file": str(script)}}
+    return Harness(load_settings(data_dir=tmp_path / "data", providers=providers))
+
+
 @pytest.fixture
 def harness(data_dir: Path) -> Iterator[Harness]:
     h = Harness(load_settings(data_dir=data_dir))

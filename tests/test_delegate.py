@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -12,11 +11,10 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_harness.config import load_settings
 from mcp_harness.definition import normalize_definition
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server
-from tests.conftest import call, refused
+from tests.conftest import call, refused, scripted_harness
 
 pytestmark = pytest.mark.anyio
 
@@ -104,10 +102,7 @@ RULES: list[dict[str, Any]] = [
 
 @pytest.fixture
 def scripted(tmp_path: Path) -> Iterator[Harness]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"rules": RULES}))
-    providers = {"scripted": {"type": "scripted", "file": str(script)}}
-    harness = Harness(load_settings(data_dir=tmp_path / "data", providers=providers))
+    harness = scripted_harness(tmp_path, RULES)
     yield harness
     harness.close()
 

@@ -4,7 +4,6 @@ exactly once, and `ctx.parallel` fans model children out at once and re-attaches
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,12 +11,12 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_harness.config import load_settings
 from mcp_harness.harness import Harness
 from mcp_harness.runs.outcomes import Succeeded
 from mcp_harness.runs.resolve import reconcile_at_boot
 from mcp_harness.runs.script import ScriptExecutor
 from mcp_harness.tools import delegate as delegate_verb
+from tests.conftest import scripted_harness
 
 pytestmark = pytest.mark.anyio
 
@@ -31,16 +30,9 @@ RULES: list[dict[str, Any]] = [
 ]
 
 
-def _harness(tmp_path: Path, rules: list[dict[str, Any]], name: str = "rules.json") -> Harness:
-    path = tmp_path / name
-    path.write_text(json.dumps({"rules": rules}))
-    providers = {"scripted": {"type": "scripted", "file": str(path)}}
-    return Harness(load_settings(data_dir=tmp_path / "data", providers=providers))
-
-
 @pytest.fixture
 def h(tmp_path: Path) -> Iterator[Harness]:
-    harness = _harness(tmp_path, RULES)
+    harness = scripted_harness(tmp_path, RULES, "rules.json")
     yield harness
     harness.close()
 
@@ -278,7 +270,7 @@ async def test_a_restart_mid_fan_out_reattaches_every_child(tmp_path: Path) -> N
         + ", ".join(f"{{'brief': '{b}'}}" for b in briefs)
         + "])]\n"
     )
-    first = _harness(tmp_path, slow, "slow.json")
+    first = scripted_harness(tmp_path, slow, "slow.json")
     run_id = _spawn(first, source)
     async with first.engine_running():
         with anyio.fail_after(30):
@@ -291,7 +283,7 @@ async def test_a_restart_mid_fan_out_reattaches_every_child(tmp_path: Path) -> N
     assert sorted((first.runs.get(run_id).wait or {})["childRunIds"]) == sorted(k.id for k in kids)
     first.close()
 
-    second = _harness(tmp_path, fast, "fast.json")
+    second = scripted_harness(tmp_path, fast, "fast.json")
     try:
         done = await _finish(second, run_id)
         assert done.status == "succeeded", done.error

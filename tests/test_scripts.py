@@ -12,13 +12,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_harness.config import load_settings
 from mcp_harness.errors import BadRequest
 from mcp_harness.harness import Harness
 from mcp_harness.runs.script import ScriptExecutor
 from mcp_harness.server import build_server
 from mcp_harness.tools import delegate as delegate_verb
-from tests.conftest import call, refused
+from tests.conftest import call, refused, scripted_harness
 
 pytestmark = pytest.mark.anyio
 
@@ -51,16 +50,9 @@ RULES: list[dict[str, Any]] = [
 ]
 
 
-def _harness(tmp_path: Path, rules: list[dict[str, Any]], name: str = "script.json") -> Harness:
-    script = tmp_path / name
-    script.write_text(json.dumps({"rules": rules}))
-    providers = {"scripted": {"type": "scripted", "file": str(script)}}
-    return Harness(load_settings(data_dir=tmp_path / "data", providers=providers))
-
-
 @pytest.fixture
 def scripted(tmp_path: Path) -> Iterator[Harness]:
-    harness = _harness(tmp_path, RULES)
+    harness = scripted_harness(tmp_path, RULES)
     yield harness
     harness.close()
 
@@ -300,7 +292,7 @@ async def test_a_restart_mid_script_replays_without_repeating_effects(tmp_path: 
     slow = [{"when": "Slow then fast", "turns": [{"delayMs": 60_000, "text": "never"}]}]
     fast = [{"when": "Slow then fast", "turns": [{"toolCalls": [{"name": "return_result", "input": {"answer": 5}}]}]}]
 
-    first = _harness(tmp_path, slow, "slow.json")
+    first = scripted_harness(tmp_path, slow, "slow.json")
     if "execute" not in first.offered_callables():
         pytest.fail("these tests need the bubblewrap sandbox (execute); see `mcp-harness doctor`")
     agent = first.agent()
@@ -331,7 +323,7 @@ async def test_a_restart_mid_script_replays_without_repeating_effects(tmp_path: 
     assert _ledger(tmp_path / "data") == ["once"]
     first.close()
 
-    second = _harness(tmp_path, fast, "fast.json")
+    second = scripted_harness(tmp_path, fast, "fast.json")
     try:
         async with second.engine_running():
             with anyio.fail_after(30):

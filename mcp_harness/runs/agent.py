@@ -339,51 +339,52 @@ class AgentExecutor:
         assert run.session_id is not None
         arguments = call.arguments
         try:
+            session_id = run.session_id
             if delegate_verb.script_source(arguments) is not None:
-                with h.db.transaction():
-                    h.sessions.append(
-                        run.session_id,
-                        {"type": "tool_call", "id": call.id, "name": "delegate", "input": arguments},
-                        "agent",
-                    )
-                    delegate_verb.spawn_script(
+
+                def spawn() -> object:
+                    return delegate_verb.spawn_script(
                         h,
                         agent_id=turn.agent.id,
-                        parent_session_id=run.session_id,
+                        parent_session_id=session_id,
                         parent_run=run,
                         tool_call_id=call.id,
                         arguments=arguments,
                     )
-                return True
-            if arguments.get("await") is False:
-                result = delegate_verb.spawn_detached(
-                    h, agent_id=turn.agent.id, parent_session_id=run.session_id, parent_run=run, arguments=arguments
-                )
-                self._log_pair(run.session_id, call, result, None)
-                return False
-            spec = delegate_verb.normalize_spec(arguments)
-            if isinstance(spec.get("tools"), list):
-                # Narrowing is intersected with what this agent may call itself: delegation never widens authority.
-                parent_tools = turn.agent.definition.tools
-                spec["tools"] = [
-                    t
-                    for t in spec["tools"]
-                    if parent_tools is None or callable_alias(t) in map(callable_alias, parent_tools)
-                ]
+            else:
+                if arguments.get("await") is False:
+                    result = delegate_verb.spawn_detached(
+                        h, agent_id=turn.agent.id, parent_session_id=session_id, parent_run=run, arguments=arguments
+                    )
+                    self._log_pair(session_id, call, result, None)
+                    return False
+                spec = delegate_verb.normalize_spec(arguments)
+                if isinstance(spec.get("tools"), list):
+                    # Narrowing is intersected with what this agent may call itself: delegation never widens
+                    # authority.
+                    parent_tools = turn.agent.definition.tools
+                    spec["tools"] = [
+                        t
+                        for t in spec["tools"]
+                        if parent_tools is None or callable_alias(t) in map(callable_alias, parent_tools)
+                    ]
+
+                def spawn() -> object:
+                    return delegate_verb.spawn_child(
+                        h,
+                        agent_id=turn.agent.id,
+                        parent_session_id=session_id,
+                        parent_run=run,
+                        tool_call_id=call.id,
+                        spec=spec,
+                    )
+
+            # The call is logged and the child spawned in one transaction: no child without its call, or vice versa.
             with h.db.transaction():
                 h.sessions.append(
-                    run.session_id,
-                    {"type": "tool_call", "id": call.id, "name": "delegate", "input": arguments},
-                    "agent",
+                    session_id, {"type": "tool_call", "id": call.id, "name": "delegate", "input": arguments}, "agent"
                 )
-                delegate_verb.spawn_child(
-                    h,
-                    agent_id=turn.agent.id,
-                    parent_session_id=run.session_id,
-                    parent_run=run,
-                    tool_call_id=call.id,
-                    spec=spec,
-                )
+                spawn()
             return True
         except HarnessError as exc:
             self._log_pair(run.session_id, call, None, exc.message)
