@@ -593,6 +593,7 @@ def test_doctor_reports_a_working_sandbox(tmp_path: Path, capsys: pytest.Capture
     assert code == 0, out
     assert "[ok] bubblewrap:" in out and "[ok] sandbox:" in out and "python, shell" in out
     assert "[--] network: off" in out and f"[ok] data dir: {tmp_path / 'data'} (writable; created on first use)" in out
+    assert "[ok] scripts: Monty runs script children" in out
     (tmp_path / "data").mkdir()
     assert main(["doctor", "--data-dir", str(tmp_path / "data")]) == 0
     assert f"[ok] data dir: {tmp_path / 'data'} (writable)" in capsys.readouterr().out

@@ -30,6 +30,19 @@ def _data_dir_state(path: Path) -> tuple[bool, str]:
     return True, "writable" if probe == path else "writable; created on first use"
 
 
+def _monty_state() -> tuple[bool, str, str]:
+    """Whether script children can run: the Monty worker starts and evaluates an expression."""
+    try:
+        from pydantic_monty import Monty
+
+        with Monty() as pool, pool.checkout() as session:
+            answer = session.feed_run("6 * 7")
+    except Exception as exc:  # a top-level check: any failure to start the worker is the answer it gives
+        reason = f"{type(exc).__name__}: {exc}"
+        return False, "scripts", f"the Monty worker does not run ({reason}); reinstall pydantic-monty"
+    return answer == 42, "scripts", "Monty runs script children" if answer == 42 else f"Monty answered {answer!r}"
+
+
 def _doctor_command(args: argparse.Namespace, out: Any) -> int:
     from mcp_harness.sandbox import Sandbox
 
@@ -65,6 +78,7 @@ def _doctor_command(args: argparse.Namespace, out: Any) -> int:
         ts = f"{layout.ts.name} ({layout.ts.host_path})" if layout.ts else "none (install bun, deno or node >= 22.6)"
         line(None if layout.ts is None else True, "typescript", ts)
     line(None, "network", "on: sandboxed code can reach the network" if settings.sandbox.network else "off")
+    line(*_monty_state())
     writable, state = _data_dir_state(settings.data_dir)
     line(writable, "data dir", f"{settings.data_dir} ({state})")
     print("All good." if good else "Some checks failed; see the lines marked [!!].", file=out)
