@@ -13,7 +13,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from mcp_harness.web.egress import Egress
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LOCAL_ACCOUNT = "local"
 
@@ -340,6 +341,27 @@ class Harness:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
         return result, error
+
+    async def start_async(
+        self, ctx: VerbContext, verb: str, arguments: dict[str, Any], start: Callable[[VerbContext], Awaitable[T]]
+    ) -> tuple[T | None, HarnessError | None]:
+        """Begin a verb whose answer comes later (a delegate task): the call is logged and `start` run; a refusal
+        is logged as the call's result at once, a success is answered later by whoever finishes the work."""
+        call_id = _call_id(ctx.actor)
+        if ctx.session_id is not None:
+            call = _call(verb, call_id, arguments)
+            await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, call, ctx.actor)
+        try:
+            problems = input_errors(verb, arguments)
+            if problems:
+                raise self._invalid(verb, problems)
+            return await start(dataclasses.replace(ctx, call_id=call_id)), None
+        except HarnessError as exc:
+            if ctx.session_id is not None:
+                outcome = _outcome(verb, call_id, None, exc)
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
+            return None, exc
 
     def _answer_once(self, session_id: str, call_id: str, outcome: dict[str, Any], actor: Actor) -> None:
         """Append a call's result unless something (a child's delivery) already answered it."""

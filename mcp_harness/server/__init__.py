@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -35,7 +35,7 @@ from mcp_harness.server.sampling import ClientSampler
 from mcp_harness.server.transports import TOKEN_SCOPE_KEY, http_app, serve_http, serve_stdio
 from mcp_harness.tools.base import Progress
 from mcp_harness.tools.catalog import callable_spec, promoted_callables
-from mcp_harness.tools.contracts import RETURN_RESULT_DESCRIPTION, VERBS, VerbSpec
+from mcp_harness.tools.contracts import RETURN_RESULT_DESCRIPTION, TASKS_EXTENSION, VERBS, VerbSpec
 
 logger = logging.getLogger(__name__)
 
@@ -291,7 +291,36 @@ def build_server(
     ) -> types.ReadResourceResult:
         return await read_resource(state.binding_for(ctx), params.uri)
 
-    return Server(
+    async def on_call_tool_or_task(
+        ctx: ServerRequestContext[ServerState], params: types.CallToolRequestParams
+    ) -> HandlerResult:
+        arguments = params.arguments or {}
+        if params.name == "delegate" and arguments.get("await") is not False and _declares_tasks(ctx):
+            # The client takes a task handle and polls tasks/get; the child is the same durable run.
+            from mcp_harness.tools import delegate_tasks
+
+            binding = state.binding_for(ctx)
+            task, error = await delegate_tasks.start(await binding.context(), arguments)
+            if error is not None or task is None:
+                return error_result(error or BadRequest("delegate could not start."))
+            return {"resultType": "task", **task}
+        return await on_call_tool(ctx, params)
+
+    async def on_task(ctx: ServerRequestContext[ServerState], params: TaskParams) -> dict[str, Any]:
+        from mcp_harness.tools import delegate_tasks
+
+        binding = state.binding_for(ctx)
+        harness_ = state.harness
+        try:
+            ctx_v = await binding.context(create=False)
+            run = await harness_.engine.offload(delegate_tasks.client_task, harness_, ctx_v.session_id, params.task_id)
+            if ctx.method == "tasks/cancel":
+                run = await delegate_tasks.cancel(harness_, run)
+        except HarnessError as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message) from None
+        return delegate_tasks.task_of(run)
+
+    server = Server(
         "mcp-harness",
         version=__version__,
         title="mcp-harness",
@@ -303,6 +332,27 @@ def build_server(
         on_list_resource_templates=on_list_resource_templates,
         on_read_resource=on_read_resource,
     )
+    server.extensions[TASKS_EXTENSION] = {}
+    server.add_request_handler("tools/call", types.CallToolRequestParams, on_call_tool_or_task)
+    server.add_request_handler("tasks/get", TaskParams, on_task)
+    server.add_request_handler("tasks/cancel", TaskParams, on_task)
+    return server
+
+
+class TaskParams(types.RequestParams):
+    """`tasks/get` and `tasks/cancel` params (SEP-2663)."""
+
+    task_id: str
+
+
+def _declares_tasks(ctx: ServerRequestContext[ServerState]) -> bool:
+    """Whether this request's client takes tasks: a 2026-era request declaring the Tasks extension (older wires
+    cannot carry an extension result)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    capabilities = ctx.session.client_capabilities
+    extensions = getattr(capabilities, "extensions", None) if capabilities is not None else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
 __all__ = ["BadRequest", "ServerState", "build_server", "error_result", "http_app", "serve_http", "serve_stdio"]

@@ -47,6 +47,10 @@ class VerbSpec:
         return "\n".join(parts)
 
 
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The MCP Tasks extension (SEP-2663): a client declaring it may get `delegate` as a task handle."""
+
+
 READ = VerbSpec(
     name="read",
     title="Read",

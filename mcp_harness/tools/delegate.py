@@ -301,15 +301,15 @@ def render_result(data: dict[str, Any]) -> VerbResult:
     return VerbResult.of({"summary": summary, **data}, f"```json\n{body}\n```" if body else None)
 
 
-async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
-    """`delegate` called by an MCP client: the call stays open until the child resolves, with progress."""
+async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawned | VerbResult:
+    """Spawn what an MCP client's `delegate` asks for: the child to await, or (detached) the finished answer."""
     harness = ctx.harness
     if ctx.session_id is None:
         raise BadRequest("delegate needs a session.")
     session_id = ctx.session_id
     call_id = ctx.call_id or "client-call"
     if script_source(arguments) is not None:
-        spawned = await harness.engine.offload(
+        return await harness.engine.offload(
             lambda: spawn_script(
                 harness,
                 agent_id=ctx.agent.id,
@@ -319,7 +319,6 @@ async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
                 arguments=arguments,
             )
         )
-        return await _await_spawned(ctx, spawned)
     if arguments.get("await") is False:
         return await harness.engine.offload(
             lambda: spawn_detached(
@@ -327,7 +326,7 @@ async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
             )
         )
     spec = normalize_spec(arguments)
-    spawned = await harness.engine.offload(
+    return await harness.engine.offload(
         lambda: spawn_child(
             harness,
             agent_id=ctx.agent.id,
@@ -337,6 +336,13 @@ async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
             spec=spec,
         )
     )
+
+
+async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
+    """`delegate` called by an MCP client: the call stays open until the child resolves, with progress."""
+    spawned = await spawn_for_client(ctx, arguments)
+    if isinstance(spawned, VerbResult):
+        return spawned
     return await _await_spawned(ctx, spawned)
 
 
