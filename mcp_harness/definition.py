@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,6 +163,10 @@ def _prompt(value: object) -> tuple[str, tuple[dict[str, Any], ...]]:
     array is checked node by node; either way the markdown is the blocks rendered back, without the empty
     frontmatter and id markers, trimmed."""
     from mcp_harness.hypermedia.blocks import tree_from_json, tree_to_json
+
+    plain = _plain_prompt(value)
+    if plain is not None:
+        return plain
     from mcp_harness.hypermedia.markdown import parse_markdown, render_markdown
 
     if isinstance(value, list):
@@ -171,6 +176,45 @@ def _prompt(value: object) -> tuple[str, tuple[dict[str, Any], ...]]:
         tree = parse_markdown(_bounded(value, "System prompt", MAX_PROMPT_BYTES)).tree
     markdown = render_markdown(tree, None, block_ids=False, frontmatter=False)
     return _bounded(markdown, "System prompt", MAX_PROMPT_BYTES), tuple(tree_to_json(tree))
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ,.;:'\"?()/&%+=@-]*")
+"""Prose with nothing markdown would read as syntax: it parses to one Paragraph holding the same text, and that
+renders back unchanged (tests/test_domain.py checks this against the full converter)."""
+
+
+def _plain_prompt(value: object) -> tuple[str, tuple[dict[str, Any], ...]] | None:
+    """The prompt of a one-paragraph plain-prose definition without loading the markdown converter (the default
+    agent is normalized at every start)."""
+    from mcp_harness.hypermedia.blocks import new_block_id
+
+    if isinstance(value, str):
+        text = value.strip()
+        if not _PLAIN.fullmatch(text) or len(text.encode("utf-8")) > MAX_PROMPT_BYTES:
+            return None
+        block = {"type": "Paragraph", "id": new_block_id(), "text": text, "annotations": [], "attributes": {}}
+        return text, ({"block": block},)
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+        node: dict[str, Any] = value[0]  # pyright: ignore[reportUnknownVariableType]
+        block = node.get("block")
+        if (
+            set(node) <= {"block", "children"}
+            and not node.get("children")
+            and isinstance(block, dict)
+            and block.get("type") == "Paragraph"
+            and isinstance(block.get("id"), str)
+            and block.get("id")
+            and not block.get("annotations")
+            and not block.get("attributes")
+            and "link" not in block
+            and isinstance(block.get("text"), str)
+            and _PLAIN.fullmatch(block["text"])
+        ):
+            text: str = block["text"]
+            return text, (
+                {"block": {"type": "Paragraph", "id": block["id"], "text": text, "annotations": [], "attributes": {}}},
+            )
+    return None
 
 
 def _check_blocks(nodes: list[Any], label: str) -> None:

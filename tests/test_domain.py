@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -196,3 +197,29 @@ def test_failed_nested_step_is_rolled_back_inside_outer_transaction(harness: Har
     contents = [e.payload["content"] for e in harness.sessions.events(session.id)]
     assert contents == ["kept"]
     assert [e.seq for e in harness.sessions.events(session.id)] == [1]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "You are a careful assistant. Keep notes in your memory and check your work.",
+        "Answer in French (always), cite sources: 1, 2 and 3; ask if unsure?",
+        "Use 50% less words/phrases & be kind @ all times - thanks.",
+    ],
+)
+def test_plain_prose_prompts_take_the_fast_path_to_the_same_blocks_and_markdown(prompt: str) -> None:
+    from mcp_harness.definition import _plain_prompt  # pyright: ignore[reportPrivateUsage]
+    from mcp_harness.hypermedia.blocks import tree_from_json, tree_to_json
+    from mcp_harness.hypermedia.markdown import parse_markdown, render_markdown
+
+    fast = _plain_prompt(prompt)
+    assert fast is not None
+    parsed = parse_markdown(prompt).tree
+    assert render_markdown(parsed, None, block_ids=False, frontmatter=False).strip() == fast[0]
+    slow = tree_to_json(parsed)
+    assert [{**n["block"], "id": "x"} for n in fast[1]] == [{**n["block"], "id": "x"} for n in slow]
+    stored: list[Any] = list(fast[1])
+    assert _plain_prompt(stored) == (fast[0], fast[1])
+    assert render_markdown(tree_from_json(stored), None, block_ids=False, frontmatter=False).strip() == fast[0]
+    for not_plain in ("- a list", "# Heading", "some *emphasis*", "two\n\nparagraphs", "a_b", "<tag>"):
+        assert _plain_prompt(not_plain) is None

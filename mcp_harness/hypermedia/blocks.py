@@ -14,6 +14,7 @@ offsets are a latent bug we do not copy).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,13 @@ BLOCK_KNOWN_KEYS = frozenset({"id", "type", "text", "link", "annotations"})
 """Keys of an op-shape block map that are not attributes (Go's `blob_change.go:561-622`)."""
 ANNOTATION_KNOWN_KEYS = frozenset({"type", "starts", "ends", "link"})
 CHILDREN_TYPES = ("Group", "Ordered", "Unordered", "Blockquote", "Grid")
+ID_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+
+
+def new_block_id() -> str:
+    """A fresh block id: 8 characters of `[A-Za-z0-9_-]`, as the official client generates them."""
+    # 64 characters, so each random byte's low six bits pick one uniformly: one urandom call instead of eight.
+    return "".join(ID_CHARS[b & 63] for b in secrets.token_bytes(8))
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,6 @@ diff compares `childrenType`/`language` wherever they sit, so a marker's `attrs`
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +32,7 @@ from mcp_harness.hypermedia.block_diff import (
     metadata_operations,
     rebind_table_identities,
 )
-from mcp_harness.hypermedia.blocks import BlockNode
+from mcp_harness.hypermedia.blocks import ID_CHARS, BlockNode, new_block_id
 from mcp_harness.hypermedia.markdown_frontmatter import emit_frontmatter, parse_frontmatter
 from mcp_harness.hypermedia.markdown_nodes import freeze
 from mcp_harness.hypermedia.markdown_parse import parse_blocks
@@ -54,15 +53,6 @@ __all__ = [
     "rebind_table_identities",
     "render_markdown",
 ]
-
-ID_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
-
-
-def new_block_id() -> str:
-    """A fresh block id: 8 characters of `[A-Za-z0-9_-]`, as the client generates them."""
-    # 64 characters, so each random byte's low six bits pick one uniformly: one urandom call instead of eight.
-    return "".join(ID_CHARS[b & 63] for b in secrets.token_bytes(8))
-
 
 @dataclass(frozen=True, slots=True)
 class ParsedMarkdown:
