@@ -320,48 +320,49 @@ class Harness:
         self, ctx: VerbContext, verb: str, arguments: dict[str, Any], call_id: str | None = None
     ) -> tuple[VerbResult | None, HarnessError | None]:
         """A long-running verb: its `tool_call` is committed before it starts, so a crash mid-call stays visible."""
-        call_id = call_id or _call_id(ctx.actor)
-        if ctx.session_id is not None:
-            call = _call(verb, call_id, arguments)
-            await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, call, ctx.actor)
-        result: VerbResult | None = None
-        error: HarnessError | None = None
-        try:
-            problems = input_errors(verb, arguments)
-            if problems:
-                raise self._invalid(verb, problems)
-            result = await ASYNC_HANDLERS[verb](dataclasses.replace(ctx, call_id=call_id), arguments)
-        except HarnessError as exc:
-            error = exc
-        except OSError as exc:
-            logger.exception("verb %s failed on disk", verb)
-            error = HarnessError(f"{verb} failed: {exc.strerror or exc}.")
-        if ctx.session_id is not None:
-            outcome = _outcome(verb, call_id, result, error)
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
-        return result, error
+        handler = ASYNC_HANDLERS[verb]
+        return await self._logged(ctx, verb, arguments, lambda c: handler(c, arguments), call_id, answer=True)
 
     async def start_async(
         self, ctx: VerbContext, verb: str, arguments: dict[str, Any], start: Callable[[VerbContext], Awaitable[T]]
     ) -> tuple[T | None, HarnessError | None]:
         """Begin a verb whose answer comes later (a delegate task): the call is logged and `start` run; a refusal
         is logged as the call's result at once, a success is answered later by whoever finishes the work."""
-        call_id = _call_id(ctx.actor)
+        return await self._logged(ctx, verb, arguments, start, None, answer=False)
+
+    async def _logged(
+        self,
+        ctx: VerbContext,
+        verb: str,
+        arguments: dict[str, Any],
+        run: Callable[[VerbContext], Awaitable[T]],
+        call_id: str | None,
+        *,
+        answer: bool,
+    ) -> tuple[T | None, HarnessError | None]:
+        """Log the call, check its input, run it; log its outcome (a refusal always, a success when `answer`)."""
+        call_id = call_id or _call_id(ctx.actor)
         if ctx.session_id is not None:
             call = _call(verb, call_id, arguments)
             await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, call, ctx.actor)
+        result: T | None = None
+        error: HarnessError | None = None
         try:
             problems = input_errors(verb, arguments)
             if problems:
                 raise self._invalid(verb, problems)
-            return await start(dataclasses.replace(ctx, call_id=call_id)), None
+            result = await run(dataclasses.replace(ctx, call_id=call_id))
         except HarnessError as exc:
-            if ctx.session_id is not None:
-                outcome = _outcome(verb, call_id, None, exc)
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
-            return None, exc
+            error = exc
+        except OSError as exc:
+            logger.exception("verb %s failed on disk", verb)
+            error = HarnessError(f"{verb} failed: {exc.strerror or exc}.")
+        if ctx.session_id is not None and (answer or error is not None):
+            data = result if isinstance(result, VerbResult) else None
+            outcome = _outcome(verb, call_id, data, error)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
+        return result, error
 
     def _answer_once(self, session_id: str, call_id: str, outcome: dict[str, Any], actor: Actor) -> None:
         """Append a call's result unless something (a child's delivery) already answered it."""
