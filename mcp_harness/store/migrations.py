@@ -226,7 +226,6 @@ def m005_hypermedia(conn: sqlite3.Connection) -> None:
             depth INTEGER NOT NULL,
             deps TEXT NOT NULL
         ) WITHOUT ROWID;
-        CREATE INDEX hm_changes_by_genesis ON hm_changes(genesis);
 
         CREATE TABLE hm_refs (
             cid TEXT PRIMARY KEY,
