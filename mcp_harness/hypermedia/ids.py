@@ -127,13 +127,10 @@ def parse_hm_id(text: str) -> HmId:
     block_range: tuple[int, int] | None = None
     expanded = False
     if fragment:
-        match = _FRAGMENT.fullmatch(fragment)
-        if match is None:
+        parsed = parse_fragment(fragment)
+        if parsed is None:
             raise refuse(f"fragment #{fragment} is not <block>, <block>+ or <block>[start:end]")
-        block_ref = match.group(1)
-        expanded = match.group(2) == "+"
-        if match.group(3) is not None:
-            block_range = (int(match.group(3)), int(match.group(4)))
+        block_ref, block_range, expanded = parsed
 
     return HmId(
         uid=uid,
@@ -146,6 +143,16 @@ def parse_hm_id(text: str) -> HmId:
         hostname=hostname,
         scheme=scheme,
     )
+
+
+def parse_fragment(fragment: str) -> tuple[str, tuple[int, int] | None, bool] | None:
+    """A block fragment (`<block>`, `<block>+`, `<block>[start:end]`) as (block id, code-point range, expanded);
+    None when it is none of those (the client's `parseFragment`)."""
+    match = _FRAGMENT.fullmatch(fragment)
+    if match is None:
+        return None
+    block_range = (int(match.group(3)), int(match.group(4))) if match.group(3) is not None else None
+    return match.group(1), block_range, match.group(2) == "+"
 
 
 def pack_hm_id(hm: HmId) -> str:

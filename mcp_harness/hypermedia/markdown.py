@@ -39,6 +39,8 @@ from mcp_harness.hypermedia.markdown_parse import parse_blocks
 from mcp_harness.hypermedia.markdown_render import render_blocks
 
 __all__ = [
+    "MAX_RENDERED_CHARS",
+    "bound_rendered",
     "ID_CHARS",
     "ParsedMarkdown",
     "carries_block_ids",
@@ -53,6 +55,17 @@ __all__ = [
     "rebind_table_identities",
     "render_markdown",
 ]
+
+MAX_RENDERED_CHARS = 256 * 1024
+"""HARNESS §12: rendered hypermedia markdown is kept to its first 262 144 characters."""
+
+
+def bound_rendered(markdown: str) -> tuple[str, bool]:
+    """Rendered markdown cut to `MAX_RENDERED_CHARS` with the reference's `[truncated]` line; and whether it was."""
+    if len(markdown) <= MAX_RENDERED_CHARS:
+        return markdown, False
+    return markdown[:MAX_RENDERED_CHARS] + "\n[truncated]", True
+
 
 @dataclass(frozen=True, slots=True)
 class ParsedMarkdown:

@@ -14,7 +14,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from mcp_harness.errors import BadRequest, Conflict, NotFound
@@ -26,17 +25,13 @@ from mcp_harness.hypermedia.cid import CID
 from mcp_harness.hypermedia.documents import ChangeRecord, DocumentBuilder, DocumentState
 from mcp_harness.hypermedia.ids import version_string
 from mcp_harness.identity.keys import KeyPair
+from mcp_harness.store._util import iso_time
 from mcp_harness.store.db import Database
 from mcp_harness.store.hypermedia import CommentRow, HypermediaStore, RefRow
 
 MAX_REDIRECTS = 5
 MAX_CACHED_CHANGES = 8192
 MAX_CACHED_VERSIONS = 64
-
-
-def iso_time(ms: int) -> str:
-    """Epoch milliseconds as the ISO-8601 UTC form the Seed API uses."""
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def hm_url(space: str, path: str) -> str:
@@ -230,9 +225,16 @@ class Node:
         return sum(1 for r in self.store.current_refs_under(space, path) if not r.is_tombstone and not r.is_redirect)
 
     def comment(self, author: str, comment_tsid: str) -> Comment:
-        found = self.store.comment(author, comment_tsid)
+        found = self.find_comment(author, comment_tsid)
         if found is None:
             raise NotFound(f"No comment hm://{author}/{comment_tsid}.")
+        return found
+
+    def find_comment(self, author: str, comment_tsid: str) -> Comment | None:
+        """The latest version of a comment, None if none was ever published. Raises NotFound if it was deleted."""
+        found = self.store.comment(author, comment_tsid)
+        if found is None:
+            return None
         row, data = found
         if row.deleted:
             raise NotFound(f"The comment hm://{author}/{comment_tsid} was deleted.")

@@ -13,13 +13,13 @@ call would have returned; a canceled child `cancelled`. A task is `failed` only 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from mcp_harness.errors import HarnessError, NotFound
 from mcp_harness.runs.records import TERMINAL, RunRecord
+from mcp_harness.store._util import iso_time
 from mcp_harness.tools.base import VerbContext
 from mcp_harness.tools.contracts import TASKS_EXTENSION
 from mcp_harness.tools.delegate import Spawned, render_result, result_of, spawn_for_client
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 
 POLL_INTERVAL_MS = 500
 CANCEL_WAIT_S = 5
-
-
-def _iso(ms: int | None) -> str:
-    return datetime.fromtimestamp((ms or 0) / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 async def start(ctx: VerbContext, arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, HarnessError | None]:
@@ -65,8 +61,8 @@ def task_of(run: RunRecord) -> dict[str, Any]:
         "taskId": run.id,
         "status": status,
         "statusMessage": message,
-        "createdAt": _iso(run.created_at),
-        "lastUpdatedAt": _iso(run.finished_at or run.started_at or run.created_at),
+        "createdAt": iso_time(run.created_at),
+        "lastUpdatedAt": iso_time(run.finished_at or run.started_at or run.created_at),
         "ttl": None,
         "pollInterval": POLL_INTERVAL_MS,
     }

@@ -14,12 +14,12 @@ from mcp_harness.errors import BadRequest, NotFound
 from mcp_harness.hypermedia.blocks import Block, BlockNode, tree_to_json, walk
 from mcp_harness.hypermedia.documents import find_block
 from mcp_harness.hypermedia.ids import HmId, parse_hm_id
-from mcp_harness.hypermedia.markdown import render_markdown
-from mcp_harness.hypermedia.node import Comment, Document, Node, comment_tree, hm_url, iso_time
+from mcp_harness.hypermedia.markdown import bound_rendered, render_markdown
+from mcp_harness.hypermedia.node import Comment, Document, Node, comment_tree, hm_url
+from mcp_harness.store._util import iso_time
 from mcp_harness.tools.base import VerbContext, VerbResult
 
 VIEWS = (":directory", ":attributes", ":profile", ":comments")
-MAX_RENDERED_CHARS = 256 * 1024
 EMBED_DEPTH = 2
 
 
@@ -38,9 +38,9 @@ def read_hm(ctx: VerbContext, text: str, fmt: str) -> VerbResult:
     if view == ":profile":
         return _profile(node, requested, text, fmt)
     if view is None and len(segments) == 1 and node.ref(requested.uid, path) is None:
-        found = node.store.comment(requested.uid, segments[0])
-        if found is not None:
-            return _comment(node, node.comment(requested.uid, segments[0]), text, fmt)
+        comment = node.find_comment(requested.uid, segments[0])
+        if comment is not None:
+            return _comment(node, comment, text, fmt)
     document = node.document(requested.uid, path, requested.version)
     base: dict[str, Any] = {"requestedId": text, "id": document.id, "version": document.version,
                             "name": document.name}
@@ -75,9 +75,7 @@ def _document(node: Node, document: Document, requested: HmId, base: dict[str, A
                 "requestedId": base["requestedId"], "content": tree_to_json(tree)}
         return VerbResult.of(data, fmt=fmt)
     markdown = render_markdown(resolve_embeds(node, tree, EMBED_DEPTH), metadata, frontmatter=metadata is not None)
-    truncated = len(markdown) > MAX_RENDERED_CHARS
-    if truncated:
-        markdown = markdown[:MAX_RENDERED_CHARS] + "\n[truncated]"
+    markdown, truncated = bound_rendered(markdown)
     data = {"summary": f"Read {where} ({document.name or 'untitled'}), version {document.version}.", **base,
             "markdown": markdown}
     if truncated:

@@ -19,15 +19,14 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from mcp_harness.errors import BadRequest, NotFound, Upstream
-from mcp_harness.hypermedia.blocks import BlockNode, tree_from_json
+from mcp_harness.hypermedia.blocks import tree_from_json
 from mcp_harness.hypermedia.documents import find_block
-from mcp_harness.hypermedia.ids import HmId, pack_hm_id, parse_hm_id
-from mcp_harness.hypermedia.markdown import render_markdown
+from mcp_harness.hypermedia.ids import HmId, pack_hm_id, parse_fragment, parse_hm_id
+from mcp_harness.hypermedia.markdown import bound_rendered, render_markdown
 from mcp_harness.identity.keys import public_key_of
 from mcp_harness.web.egress import Egress
 
 MAX_API_BYTES = 8 * 1024 * 1024
-MAX_RENDERED_CHARS = 256 * 1024
 
 
 def hypermedia_id_of(egress: Egress, url: str) -> HmId | None:
@@ -56,7 +55,7 @@ def hypermedia_id_of(egress: Egress, url: str) -> HmId | None:
         found = parse_hm_id(unquote(raw))
     except BadRequest:
         return None
-    asked = parse_hm_id_fragment(url)
+    asked = _block_of(url)
     return HmId(
         uid=found.uid,
         path=found.path,
@@ -67,15 +66,11 @@ def hypermedia_id_of(egress: Egress, url: str) -> HmId | None:
     )
 
 
-def parse_hm_id_fragment(url: str) -> tuple[str | None, tuple[int, int] | None]:
+def _block_of(url: str) -> tuple[str | None, tuple[int, int] | None]:
+    """The block a web URL's fragment names, if it names one (any other fragment is the page's own anchor)."""
     fragment = urlsplit(url).fragment
-    if not fragment:
-        return None, None
-    try:
-        probe = parse_hm_id(f"hm://probe#{fragment}")
-    except BadRequest:
-        return None, None
-    return probe.block_ref, probe.block_range
+    parsed = parse_fragment(fragment) if fragment else None
+    return (parsed[0], parsed[1]) if parsed else (None, None)
 
 
 def read_seed_url(egress: Egress, url: str) -> dict[str, Any] | None:
@@ -127,11 +122,8 @@ def _document_result(url: str, wanted: HmId, asked: HmId, document: dict[str, An
         found = find_block(tree, asked.block_ref)
         if found is None:
             raise NotFound(f"The document behind {url} has no block {asked.block_ref!r}.")
-        tree, metadata = (BlockNode(found.block, found.children),), None
-    markdown = render_markdown(tree, metadata, frontmatter=metadata is not None)
-    truncated = len(markdown) > MAX_RENDERED_CHARS
-    if truncated:
-        markdown = markdown[:MAX_RENDERED_CHARS] + "\n[truncated]"
+        tree, metadata = (found,), None
+    markdown, truncated = bound_rendered(render_markdown(tree, metadata, frontmatter=metadata is not None))
     name = (raw_metadata or {}).get("name") if isinstance(raw_metadata, dict) else None
     hm_id = f"hm://{wanted.uid}" + "".join(f"/{s}" for s in wanted.path)
     data: dict[str, Any] = {
