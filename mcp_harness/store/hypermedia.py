@@ -192,17 +192,6 @@ class HypermediaStore:
             row = conn.execute("SELECT data FROM hm_blobs WHERE cid = ?", (cid,)).fetchone()
         return None if row is None else bytes(row["data"])
 
-    def datas(self, cids: Iterable[str]) -> dict[str, bytes]:
-        wanted = list(dict.fromkeys(cids))
-        out: dict[str, bytes] = {}
-        with self._db.reading() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for row in conn.execute(f"SELECT cid, data FROM hm_blobs WHERE cid IN ({marks})", chunk):
-                    out[row["cid"]] = bytes(row["data"])
-        return out
-
     def current_ref(self, space: str, path: str) -> RefRow | None:
         """The Ref that wins for a resource: highest generation, then latest timestamp (then CID, for determinism)."""
         with self._db.reading() as conn:
@@ -274,11 +263,6 @@ class HypermediaStore:
                 (author, comment_tsid),
             ).fetchone()
         return None if row is None else (_comment_row(row), bytes(row["data"]))
-
-    def comment_by_cid(self, cid: str) -> CommentRow | None:
-        with self._db.reading() as conn:
-            row = conn.execute("SELECT * FROM hm_comments WHERE cid = ?", (cid,)).fetchone()
-        return None if row is None else _comment_row(row)
 
     def comments_on(self, space: str, path: str) -> list[tuple[CommentRow, bytes]]:
         """The latest version of every comment on a document, oldest thread first."""
