@@ -20,7 +20,9 @@ import anyio.to_thread
 
 from mcp_harness.config import Settings
 from mcp_harness.definition import AgentDefinition, normalize_definition
-from mcp_harness.errors import BadRequest, HarnessError, NotFound
+from mcp_harness.errors import BadRequest, HarnessError
+from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds
+from mcp_harness.scope import Scope
 from mcp_harness.space.memory import MemoryStore
 from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
 from mcp_harness.store._util import new_id
@@ -79,6 +81,9 @@ def _uses_network(verb: str, arguments: dict[str, Any]) -> bool:
 
 
 def _call(verb: str, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    if depth_exceeds(arguments, MAX_INPUT_DEPTH):
+        # Refused by its contract anyway; logged as a marker, since a value this deep would not decode again.
+        arguments = {"omitted": f"the input nests deeper than {MAX_INPUT_DEPTH} levels"}
     return {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
 
 
@@ -402,22 +407,33 @@ class SessionBinding:
     session_id: str | None = None
     kind: SessionKind = "conversation"
     title: str | None = None
-    required_agent: str | None = None
-    """For a token-scoped HTTP request: the agent (name or id) the bound session must belong to."""
+    confined_to: str | None = None
+    """For a request with an agent-scoped token: that agent (name or id). Its calls see only that agent's things."""
     promoted: dict[str, Any] | None = None
     """The promoted callables last shown to this binding's client, to notice when the list grows."""
     _verified: bool = False
+    _scope: Scope | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def scope(self) -> Scope:
+        """Whom this binding's calls act for (`scope.py`). Blocking on first use (resolves the token's agent)."""
+        if self._scope is None:
+            h = self.harness
+            confined = h.agent(self.confined_to).id if self.confined_to is not None else None
+            self._scope = Scope(h.account_id, confined)
+        return self._scope
+
+    @property
+    def verified(self) -> bool:
+        """Whether the bound session has been created or checked."""
+        return self._verified
 
     def ensure_sync(self) -> SessionRecord:
         """The bound session, created (or, for an explicit id, checked) once. Blocking."""
         h = self.harness
         with self._lock:
             if self.session_id is not None:
-                record = h.sessions.get(self.session_id)
-                if self.required_agent is not None and record.agent_id != h.agent(self.required_agent).id:
-                    # Same answer as a missing session: a token must not learn which sessions other agents have.
-                    raise NotFound(f"No thread {self.session_id} for this token's agent ({self.required_agent}).")
+                record = self.scope().session(h.sessions.find(self.session_id), self.session_id)
             elif self.kind == "standing":
                 record = h.sessions.standing(h.account_id, self.agent_id)
             else:
@@ -432,7 +448,9 @@ class SessionBinding:
         if (create or self.session_id is not None) and not self._verified:
             self.ensure_sync()
         agent = self.harness.agents.get(self.agent_id)
-        return VerbContext(harness=self.harness, agent=agent, session_id=self.session_id, actor=actor)
+        return VerbContext(
+            harness=self.harness, agent=agent, session_id=self.session_id, actor=actor, scope=self.scope()
+        )
 
     def _invoke_sync(
         self, verb: str, arguments: dict[str, Any], actor: Actor

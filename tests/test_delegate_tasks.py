@@ -58,13 +58,29 @@ class CancelTask(types.Request[TaskIdParams, Literal["tasks/cancel"]]):
     params: TaskIdParams
 
 
+class UpdateParams(TaskIdParams):
+    input_responses: dict[str, Any] | None = None
+
+
+class UpdateTask(types.Request[UpdateParams, Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    params: UpdateParams
+
+
+class Ack(types.Result):
+    """An empty acknowledgement (`tasks/cancel`, `tasks/update`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 class TaskState(types.Result):
     """`tasks/get` / `tasks/cancel` answers (SEP-2663 DetailedTask)."""
 
     model_config = ConfigDict(extra="allow")
     task_id: str
     status: str
-    poll_interval: int | None = None
+    poll_interval_ms: int | None = None
+    ttl_ms: int | None = None
     result: dict[str, Any] | None = None
 
 
@@ -88,7 +104,7 @@ class Tasks(ClientExtension):
                 self.seen.append(task.status)
                 if task.status != "working":
                     return types.CallToolResult.model_validate(task.result)
-                await anyio.sleep((task.poll_interval or 500) / 1000)
+                await anyio.sleep((task.poll_interval_ms or 500) / 1000)
 
 
 @pytest.fixture
@@ -134,12 +150,41 @@ async def test_a_tasks_client_gets_a_handle_and_polls_it_to_the_typed_result(
 async def test_a_task_can_be_cancelled_and_read_back(client: Client, scripted: Harness) -> None:
     handle = await client.session.call_tool("delegate", {"brief": "Wait forever"}, allow_claimed=True)
     assert isinstance(handle, TaskHandle) and handle.status == "working"
+    extra = handle.model_extra or {}
+    assert extra["ttlMs"] is None and extra["pollIntervalMs"] == 500, "SEP-2663 names: ttlMs, pollIntervalMs"
     params = TaskIdParams(task_id=handle.task_id)
-    cancelled = await client.session.send_request(CancelTask(params=params), TaskState)
-    assert cancelled.status == "cancelled" and cancelled.result is None
+    ack = await client.session.send_request(CancelTask(params=params), Ack)
+    assert ack.model_extra == {"resultType": "complete"}, "tasks/cancel answers an empty acknowledgement"
+    with anyio.fail_after(10):
+        while (again := await client.session.send_request(GetTask(params=params), TaskState)).status == "working":
+            await anyio.sleep(0.05)
+    assert again.status == "cancelled" and again.task_id == handle.task_id and again.result is None
     assert scripted.runs.get(handle.task_id).status == "canceled"
-    again = await client.session.send_request(GetTask(params=params), TaskState)
-    assert again.status == "cancelled" and again.task_id == handle.task_id
+
+
+async def test_tasks_update_is_acknowledged_since_a_child_never_asks_for_input(client: Client) -> None:
+    handle = await client.session.call_tool("delegate", {"brief": "Wait forever"}, allow_claimed=True)
+    assert isinstance(handle, TaskHandle)
+    update = UpdateTask(params=UpdateParams(task_id=handle.task_id, input_responses={"never-issued": {}}))
+    ack = await client.session.send_request(update, Ack)
+    assert ack.model_extra == {"resultType": "complete"}
+    with pytest.raises(MCPError) as info:
+        await client.session.send_request(UpdateTask(params=UpdateParams(task_id="no-such-run")), Ack)
+    assert info.value.error.code == types.INVALID_PARAMS and "No task no-such-run" in info.value.error.message
+    await client.session.send_request(CancelTask(params=TaskIdParams(task_id=handle.task_id)), Ack)
+
+
+async def test_task_requests_without_the_extension_name_the_missing_capability(scripted: Harness) -> None:
+    async with Client(build_server(scripted), mode="2026-07-28") as plain:
+        for request in (
+            GetTask(params=TaskIdParams(task_id="x")),
+            CancelTask(params=TaskIdParams(task_id="x")),
+            UpdateTask(params=UpdateParams(task_id="x")),
+        ):
+            with pytest.raises(MCPError) as info:
+                await plain.session.send_request(request, Ack)
+            assert info.value.error.code == -32021
+            assert info.value.error.data == {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
 
 async def test_tasks_of_other_sessions_or_unknown_ids_are_not_found(client: Client, scripted: Harness) -> None:

@@ -77,7 +77,9 @@ def main(ctx):
     stamp = ctx.now()
     return {"content": got["content"], "stamped": stamp > 0, "run": ctx.run_id, "nothing": None}
 """
-    result = await run_script(client, script, input={"n": 7}, brief="ignored when script is given")
+    both = await refused(client, "delegate", {"script": script, "brief": "a model child's brief as well"})
+    assert "exactly one of brief" in both["message"]
+    result = await run_script(client, script, input={"n": 7})
     assert result["status"] == "succeeded" and result["sessionId"] is None
     assert result["output"] == {"content": "n=7", "stamped": True, "run": result["runId"], "nothing": None}
     run = scripted.runs.get(result["runId"])

@@ -133,8 +133,9 @@ async def test_thread_listing_search_and_transcript(client: Client, harness: Har
     assert len(limited["threads"]) == 1
     none = await call(client, "read", {"address": "thread:", "options": {"agentId": "nobody"}})
     assert none["threads"] == []
-    error = await refused(client, "read", {"address": "thread:", "options": {"limit": "ten"}})
-    assert "limit" in error["message"]
+    for bad in ("ten", -5, 0, 101, 1000, 1.5, True):
+        error = await refused(client, "read", {"address": "thread:", "options": {"limit": bad}})
+        assert "limit must be an integer from 1 to 100" in error["message"], bad
     transcript = await call(client, "read", {"address": f"thread:{other.id}"})
     assert transcript["summary"] == 'Thread "Billing migration": 1 recent event.'
     assert transcript["markdown"] == "[1] user: **user**: please move the cron job"
@@ -181,6 +182,14 @@ async def test_plan_replaces_the_checklist_and_writes_no_event(client: Client, h
     assert [e.payload["name"] for e in harness.sessions.events(sessions[0].id)] == ["read", "read"]
 
 
-async def test_plan_caps_at_100_steps(client: Client) -> None:
-    steps = [{"id": f"s{i}", "label": f"step {i}", "status": "pending"} for i in range(120)]
-    assert (await call(client, "plan", {"steps": steps}))["steps"] == 100
+async def test_plan_refuses_what_its_contract_forbids_naming_the_limit(client: Client) -> None:
+    steps = [{"id": f"s{i}", "label": f"step {i}", "status": "pending"} for i in range(101)]
+    assert "$.steps" in (await refused(client, "plan", {"steps": steps}))["message"]
+    assert (await call(client, "plan", {"steps": steps[:100]}))["steps"] == 100
+    long_label = [{"id": "s1", "label": "x" * 201, "status": "pending"}]
+    assert "$.steps[0].label" in (await refused(client, "plan", {"steps": long_label}))["message"]
+    assert "$.title" in (await refused(client, "plan", {"title": "t" * 201, "steps": steps[:1]}))["message"]
+    twice = [{"id": "a", "label": "one", "status": "pending"}, {"id": "a", "label": "two", "status": "pending"}]
+    assert "repeated: a" in (await refused(client, "plan", {"steps": twice}))["message"]
+    data = await call(client, "read", {"address": "harness://plan", "format": "json"})
+    assert len(data["steps"]) == 100, "a refused plan changes nothing"

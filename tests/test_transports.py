@@ -15,6 +15,7 @@ import cbor2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from mcp_harness.config import HttpSettings, TokenSettings, load_settings, token_hash
 from mcp_harness.definition import normalize_definition
@@ -120,9 +121,12 @@ async def test_http_binds_sessions_per_design(http_server: tuple[str, Harness]) 
             async with Client(f"{base}/mcp/sessions/{target.id}", mode=mode) as c:
                 await call(c, "read", {"address": "~/self"})
         assert len(harness.sessions.events(target.id)) == before + 4
+        # A session that does not exist is a clean protocol error on every request, never a traceback.
         async with Client(f"{base}/mcp/sessions/no-such-session", mode="2026-07-28") as c:
-            result = await c.call_tool("read", {"address": "~/self"})
-            assert result.is_error and "No thread no-such-session" in result.content[0].text  # pyright: ignore
+            for request in (c.list_tools(), c.list_resources(), c.call_tool("read", {"address": "~/self"})):
+                with pytest.raises(MCPError) as raised:
+                    await request
+                assert raised.value.error.code == -32602 and "No thread no-such-session" in raised.value.error.message
 
 
 async def test_child_sessions_list_return_result_with_the_parents_schema(http_server: tuple[str, Harness]) -> None:
@@ -217,8 +221,9 @@ async def test_tokens_authenticate_and_scope_requests_to_their_agent(token_serve
                 assert (await call(c, "read", {"address": "~/self"}))["name"] == "assistant"
         default_session = harness.sessions.create(harness.account_id, harness.agent().id)
         async with Client(_authorized(f"{base}/mcp/sessions/{default_session.id}", "other-token"), mode="legacy") as c:
-            result = await c.call_tool("read", {"address": "~/self"})
-            assert result.is_error and "No thread" in text_of(result), "a scoped token cannot reach another agent"
+            with pytest.raises(MCPError) as raised:  # a scoped token cannot reach another agent's session
+                await c.call_tool("read", {"address": "~/self"})
+            assert "No thread" in raised.value.error.message
         async with Client(_authorized(f"{base}/mcp/sessions/{default_session.id}", "owner-token"), mode="legacy") as c:
             assert (await call(c, "read", {"address": "~/self"}))["name"] == "assistant"
         with pytest.raises(Exception):  # noqa: B017 - the SDK surfaces a 401 as a transport error

@@ -28,6 +28,7 @@ from mcp_harness.runs.prompt import (
 )
 from mcp_harness.runs.replay import replay
 from mcp_harness.runs.resolve import deliver, pending_spawns, reconcile_session, settle_plan_step
+from mcp_harness.scope import Scope
 from mcp_harness.tools import delegate as delegate_verb
 from mcp_harness.tools.base import VerbContext, VerbResult
 from mcp_harness.tools.catalog import callable_spec, promoted_callables
@@ -301,7 +302,13 @@ class AgentExecutor:
         run = turn.run
         assert run.session_id is not None
         ctx = VerbContext(
-            harness=h, agent=turn.agent, session_id=run.session_id, actor="agent", call_id=call.id, run_id=run.id
+            harness=h,
+            agent=turn.agent,
+            session_id=run.session_id,
+            actor="agent",
+            scope=Scope.of_run(run),
+            call_id=call.id,
+            run_id=run.id,
         )
         if call.name == "return_result" and isinstance(turn.spec.get("output"), dict):
             await h.engine.offload(self._return_result, turn, call)

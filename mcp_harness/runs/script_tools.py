@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from mcp_harness.errors import HarnessError
+from mcp_harness.scope import Scope
 from mcp_harness.tools import call as call_verb
 from mcp_harness.tools import catalog
 from mcp_harness.tools.base import VerbContext
@@ -24,7 +25,8 @@ def _failed(code: str, message: str) -> dict[str, Any]:
 
 async def run_tool(h: Harness, ex: Execution, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
     """Run one tool for the script: `{status: ok, output}` or `{status: error, error: {code, message}}`."""
-    ctx = VerbContext(harness=h, agent=ex.agent, session_id=None, actor="agent", run_id=ex.run.id)
+    scope = Scope.of_run(ex.run)
+    ctx = VerbContext(harness=h, agent=ex.agent, session_id=None, actor="agent", scope=scope, run_id=ex.run.id)
     try:
         if name in ("read", "write"):
             problems = input_errors(name, tool_input)

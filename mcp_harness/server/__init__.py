@@ -86,7 +86,7 @@ class ServerState:
     default: SessionBinding
     by_mcp_session: OrderedDict[tuple[str, str | None], SessionBinding] = field(default_factory=lambda: OrderedDict())
     by_path: OrderedDict[tuple[str, str | None], SessionBinding] = field(default_factory=lambda: OrderedDict())
-    standing: dict[str | None, SessionBinding] = field(default_factory=lambda: {})
+    standing: dict[tuple[str | None, str | None], SessionBinding] = field(default_factory=lambda: {})
 
     def _agent_id(self, agent_name: str | None) -> str:
         return self.harness.agent(agent_name).id
@@ -124,31 +124,45 @@ class ServerState:
             return self.default
         scope: dict[str, Any] = getattr(request, "scope", {})
         token: TokenSettings | None = scope.get(TOKEN_SCOPE_KEY)
-        # A token names the agent its requests act as; without one (loopback, no tokens) the server's agent.
-        agent_name = token.agent if token is not None and token.agent else self.agent_name
+        # A token scoped to an agent confines its requests to that agent; an owner token (or loopback without
+        # tokens) acts as the server's agent and sees the whole account.
+        confined = token.agent if token is not None and token.agent else None
+        agent_name = confined or self.agent_name
         match = _SESSION_PATH.match(url.path)
         if match:
             session_id = match.group(1)
-            required = token.agent if token is not None else None
             return self._remember(
                 self.by_path,
-                (session_id, required),
-                lambda: SessionBinding(self.harness, agent_id="", session_id=session_id, required_agent=required),
+                (session_id, confined),
+                lambda: SessionBinding(self.harness, agent_id="", session_id=session_id, confined_to=confined),
             )
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            found = self.standing.get(agent_name)
+            found = self.standing.get((agent_name, confined))
             if found is None:
-                found = self.standing[agent_name] = SessionBinding(
-                    self.harness, agent_id=self._agent_id(agent_name), kind="standing"
+                found = self.standing[(agent_name, confined)] = SessionBinding(
+                    self.harness, agent_id=self._agent_id(agent_name), kind="standing", confined_to=confined
                 )
             return found
         mcp_session = request.headers.get("mcp-session-id", "") if request is not None else ""  # pyright: ignore
         title = f"HTTP session {datetime.now(UTC):%Y-%m-%d %H:%M}"
         return self._remember(
             self.by_mcp_session,
-            (mcp_session, agent_name),
-            lambda: SessionBinding(self.harness, agent_id=self._agent_id(agent_name), title=title),
+            (mcp_session, f"{agent_name}|{confined}"),
+            lambda: SessionBinding(
+                self.harness, agent_id=self._agent_id(agent_name), title=title, confined_to=confined
+            ),
         )
+
+    async def bound(self, ctx: ServerRequestContext[Any, Any]) -> SessionBinding:
+        """The request's binding, its named session checked (it exists and this caller may see it). A session the
+        caller may not use is a clean JSON-RPC error, the same for a missing one and someone else's."""
+        binding = self.binding_for(ctx)
+        if binding.session_id is not None and not binding.verified:
+            try:
+                await anyio.to_thread.run_sync(binding.ensure_sync)
+            except HarnessError as exc:
+                raise MCPError(types.INVALID_PARAMS, exc.message) from None
+        return binding
 
     @staticmethod
     def _remember(
@@ -237,7 +251,7 @@ def build_server(
     ) -> types.ListToolsResult:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             sampler.offer(ctx)
-        binding = state.binding_for(ctx)
+        binding = await state.bound(ctx)
         tools = list(VERB_TOOLS)
         promoted = await state.promoted(binding)
         binding.promoted = promoted
@@ -252,7 +266,7 @@ def build_server(
     ) -> types.CallToolResult:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             sampler.offer(ctx)
-        binding = state.binding_for(ctx)
+        binding = await state.bound(ctx)
         name = params.name
         arguments = params.arguments or {}
         if name == "return_result":
@@ -279,7 +293,7 @@ def build_server(
     async def on_list_resources(
         ctx: ServerRequestContext[ServerState], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return await list_resources(state.binding_for(ctx), params.cursor if params else None)
+        return await list_resources(await state.bound(ctx), params.cursor if params else None)
 
     async def on_list_resource_templates(
         ctx: ServerRequestContext[ServerState], params: types.PaginatedRequestParams | None
@@ -289,7 +303,7 @@ def build_server(
     async def on_read_resource(
         ctx: ServerRequestContext[ServerState], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await read_resource(state.binding_for(ctx), params.uri)
+        return await read_resource(await state.bound(ctx), params.uri)
 
     async def on_call_tool_or_task(
         ctx: ServerRequestContext[ServerState], params: types.CallToolRequestParams
@@ -299,7 +313,7 @@ def build_server(
             # The client takes a task handle and polls tasks/get; the child is the same durable run.
             from mcp_harness.tools import delegate_tasks
 
-            binding = state.binding_for(ctx)
+            binding = await state.bound(ctx)
             task, error = await delegate_tasks.start(await binding.context(), arguments)
             if error is not None or task is None:
                 return error_result(error or BadRequest("delegate could not start."))
@@ -307,18 +321,31 @@ def build_server(
         return await on_call_tool(ctx, params)
 
     async def on_task(ctx: ServerRequestContext[ServerState], params: TaskParams) -> dict[str, Any]:
+        """`tasks/get`, `tasks/update` and `tasks/cancel` (SEP-2663) for this session's delegate tasks."""
         from mcp_harness.tools import delegate_tasks
 
-        binding = state.binding_for(ctx)
+        if not _declares_tasks(ctx):
+            raise MCPError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"Missing required client capability: {ctx.method} needs the {TASKS_EXTENSION} extension, declared "
+                "in the request's client capabilities (2026-07-28 protocol).",
+                data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+            )
+        binding = await state.bound(ctx)
         harness_ = state.harness
         try:
             ctx_v = await binding.context(create=False)
             run = await harness_.engine.offload(delegate_tasks.client_task, harness_, ctx_v.session_id, params.task_id)
-            if ctx.method == "tasks/cancel":
-                run = await delegate_tasks.cancel(harness_, run)
         except HarnessError as exc:
-            raise MCPError(types.INVALID_PARAMS, exc.message) from None
-        return delegate_tasks.task_of(run)
+            raise MCPError(types.INVALID_PARAMS, f"Failed to retrieve task: {exc.message}") from None
+        if ctx.method == "tasks/cancel":
+            await delegate_tasks.cancel(harness_, run)
+            return {"resultType": "complete"}  # an empty acknowledgement; tasks/get shows where the tree stands
+        if ctx.method == "tasks/update":
+            # A delegated child never asks its caller for input, so no request is ever outstanding: the SEP has
+            # responses to keys that are not outstanding ignored, and the update acknowledged.
+            return {"resultType": "complete"}
+        return {"resultType": "complete", **delegate_tasks.task_of(run)}
 
     server = Server(
         "mcp-harness",
@@ -336,6 +363,7 @@ def build_server(
     server.add_request_handler("tools/call", types.CallToolRequestParams, on_call_tool_or_task)
     server.add_request_handler("tasks/get", TaskParams, on_task)
     server.add_request_handler("tasks/cancel", TaskParams, on_task)
+    server.add_request_handler("tasks/update", TaskUpdateParams, on_task)
     return server
 
 
@@ -343,6 +371,16 @@ class TaskParams(types.RequestParams):
     """`tasks/get` and `tasks/cancel` params (SEP-2663)."""
 
     task_id: str
+
+
+class TaskUpdateParams(TaskParams):
+    """`tasks/update` params: responses keyed by the input requests they answer."""
+
+    input_responses: dict[str, Any] | None = None
+
+
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+"""SEP-2575's error for a request that needs a capability (here the Tasks extension) its client did not declare."""
 
 
 def _declares_tasks(ctx: ServerRequestContext[ServerState]) -> bool:

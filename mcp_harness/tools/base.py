@@ -11,6 +11,7 @@ from mcp_harness.errors import BadRequest
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness
+    from mcp_harness.scope import Scope
     from mcp_harness.store.agents import AgentRecord
     from mcp_harness.store.sessions import Actor
 
@@ -24,6 +25,8 @@ class VerbContext:
     session_id: str | None
     """None only where no session exists yet (a resource read before any verb call)."""
     actor: Actor
+    scope: Scope
+    """Whom the caller acts for (`scope.py`): every session, run or agent a verb names is checked against it."""
     progress: Progress | None = None
     """Where long-running work reports a short status line (the server turns it into progress notifications)."""
     call_id: str | None = None

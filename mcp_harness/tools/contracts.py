@@ -15,6 +15,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds
+
 
 @dataclass(frozen=True, kw_only=True)
 class VerbSpec:
@@ -60,7 +62,7 @@ READ = VerbSpec(
 - `~/memory/<path>` — a file in your persistent memory. A directory path (or `~/memory/`) lists entries with sizes.
 - `~/tools/<name>` — a tool contract: full description plus input/output schemas. `~/tools/` lists every tool you can call.
 - `~/self` — everything about you: your definition (model, system prompt, grants), a memory summary, and how many conversations you have.
-- `thread:<id>` — a conversation transcript of yours. `thread:` alone lists your account's conversations, newest first; options {query} searches titles and message text, {agentId} filters to one agent, {limit} caps results (at most 100).
+- `thread:<id>` — a conversation transcript of yours. `thread:` alone lists your account's conversations, newest first; options {query} searches titles and message text, {agentId} filters to one agent, {limit} (an integer from 1 to 100) caps results.
 - `run:<id>` — a run's public record: status, what it waits on, usage, plan, children, error and output.
 - `harness://plan` — this conversation's checklist, as set with the plan verb.
 - `hm://<account>/<path>` — a signed hypermedia document as markdown with `<!-- id:… -->` block markers (format json gives the block tree). `?v=<version>` reads an older version; `#<block>` or `#<block>[start:end]` one block or part of its text; `hm://<author>/<tsid>` a comment. Views: `/:directory` (child documents), `/:attributes` (metadata only), `/:profile` (an account's profile), `/:comments`.
@@ -212,23 +214,30 @@ PLAN = VerbSpec(
     name="plan",
     title="Plan",
     idempotent=True,
-    description="""Maintain the visible plan for the current task. Call this when starting any task with 3 or more distinct steps (declare them all as pending, then mark the first running), and again whenever a step's status changes: running when you begin it, done when finished, failed if it cannot complete, skipped if no longer needed. Keep step labels short and outcome-oriented. Send the full current list each time; it replaces the previous plan. Each task gets its own checklist: a plan whose every step has finished is history — when the user asks for something new, publish a fresh plan with only the new task's steps (new ids), never re-list finished work. The checklist is readable as the resource harness://plan.""",
+    description="""Maintain the visible plan for the current task. Call this when starting any task with 3 or more distinct steps (declare them all as pending, then mark the first running), and again whenever a step's status changes: running when you begin it, done when finished, failed if it cannot complete, skipped if no longer needed. Keep step labels short and outcome-oriented. Send the full current list each time; it replaces the previous plan. Each task gets its own checklist: a plan whose every step has finished is history — when the user asks for something new, publish a fresh plan with only the new task's steps (new ids), never re-list finished work. The checklist is readable as the resource harness://plan. Limits (100 steps, 200-character labels) are refused when exceeded, never cut.""",
     input_schema={
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "title": {"type": "string", "description": "Optional one-line name for the overall task."},
+            "title": {"type": "string", "maxLength": 200, "description": "Optional one-line name for the overall task."},
             "steps": {
                 "type": "array",
+                "maxItems": 100,
                 "items": {
                     "type": "object",
                     "additionalProperties": False,
                     "properties": {
                         "id": {
                             "type": "string",
-                            "description": 'Stable id for the step (e.g. "s1"), kept across updates.',
+                            "minLength": 1,
+                            "description": 'Stable id for the step (e.g. "s1"), unique in the plan, kept across updates.',
                         },
-                        "label": {"type": "string", "minLength": 1, "description": "Short description of the step."},
+                        "label": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 200,
+                            "description": "Short description of the step.",
+                        },
                         "status": {"type": "string", "enum": ["pending", "running", "done", "failed", "skipped"]},
                     },
                     "required": ["id", "label", "status"],
@@ -426,6 +435,8 @@ VALIDATORS: dict[str, Draft202012Validator] = {name: Draft202012Validator(s.inpu
 
 def input_errors(name: str, arguments: dict[str, Any]) -> list[str]:
     """Schema violations of a verb's input as `$.path: message` lines (empty when valid)."""
+    if depth_exceeds(arguments, MAX_INPUT_DEPTH):
+        return [f"$: the input nests deeper than {MAX_INPUT_DEPTH} levels of objects and arrays (the limit)"]
     out: list[str] = []
     for err in sorted(VALIDATORS[name].iter_errors(arguments), key=lambda e: list(e.absolute_path)):
         path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)

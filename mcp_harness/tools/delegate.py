@@ -15,6 +15,7 @@ import anyio
 import anyio.to_thread
 
 from mcp_harness.errors import BadRequest, NotFound
+from mcp_harness.scope import Scope
 from mcp_harness.tools.base import VerbContext, VerbResult
 from mcp_harness.tools.plan import running_step
 from mcp_harness.tools.schema_subset import shape_errors
@@ -97,14 +98,17 @@ def spawn_child(
     tool_call_id: str | None,
     spec: dict[str, Any],
     script_step: dict[str, Any] | None = None,
+    scope: Scope | None = None,
 ) -> Spawned:
     """Create the child session (brief as its first message) and enqueue its run. Blocking; one transaction.
 
     A script's model child has no `tool_call_id`: it answers no transcript call, and its parent script re-attaches
     to it by run id from its journal. Its plan step is the script's open `ctx.step` (`script_step`: `{id, label}`,
-    empty for none), not the conversation's."""
+    empty for none), not the conversation's. `scope` is the caller's (`scope.py`); a run's children inherit the
+    scope recorded on their parent run."""
     from mcp_harness.store._util import new_id
 
+    scope = _scope_of(harness, parent_run, scope)
     depth = (spawn_depth(harness, parent_run) if parent_run is not None else 0) + 1
     if depth > MAX_DEPTH:
         raise BadRequest(f"Sub-session depth limit reached ({MAX_DEPTH}); finish the work here.")
@@ -120,11 +124,12 @@ def spawn_child(
     child_agent = agent_id
     if "agentId" in spec:
         found = harness.agents.find(harness.account_id, spec["agentId"])
-        if found is None:
+        if not scope.may_act_as(found):
             raise NotFound(f"No agent {spec['agentId']} on this account; read thread: or ask the user for its id.")
+        assert found is not None
         child_agent = found.id
     title = title_of(spec)
-    run_input: dict[str, Any] = {"spec": spec, "parentToolCallId": tool_call_id}
+    run_input: dict[str, Any] = {"spec": spec, "parentToolCallId": tool_call_id, **scope.for_run()}
     step = running_step(harness.sessions.get_plan(parent_session_id)) if script_step is None else script_step
     if step:
         if step.get("id"):
@@ -160,6 +165,15 @@ def spawn_child(
     return Spawned(run_id=run_id, session_id=child.id, title=title)
 
 
+def _scope_of(harness: Harness, parent_run: RunRecord | None, given: Scope | None) -> Scope:
+    """The spawning caller's scope: given by an MCP caller, else the one recorded on the parent run."""
+    if given is not None:
+        return given
+    if parent_run is not None:
+        return Scope.of_run(parent_run)
+    return Scope(harness.account_id)
+
+
 def script_source(arguments: dict[str, Any]) -> str | None:
     """The script of a `delegate {script}` call: a non-empty string is checked before anything else (HARNESS §6)."""
     script = arguments.get("script")
@@ -174,16 +188,23 @@ def spawn_script(
     parent_run: RunRecord | None,
     tool_call_id: str,
     arguments: dict[str, Any],
+    scope: Scope | None = None,
 ) -> Spawned:
     """`delegate {script}`: lint, check depth, and enqueue a `workflow` run with the source pinned on it. It has no
     session of its own (its result carries `sessionId: null`); `parentSessionId` in its input says where its result
-    is delivered. A `brief` alongside is ignored. Blocking; one transaction."""
+    is delivered. Blocking; one transaction."""
     import hashlib
 
     from mcp_harness.sandbox.monty import lint_script
     from mcp_harness.store._util import new_id
 
     source = arguments["script"]
+    scope = _scope_of(harness, parent_run, scope)
+    if arguments.get("brief") is not None:
+        raise BadRequest(
+            "delegate takes exactly one of brief (a model child) or script (a script child), not both; pass the "
+            "script's data as input."
+        )
     if arguments.get("await") is False:
         raise BadRequest(
             "Detached script children are not supported: scripts are awaited; drop `await: false`, or delegate a "
@@ -202,6 +223,7 @@ def spawn_script(
         "parentToolCallId": tool_call_id,
         "parentToolName": "delegate",
         "parentSessionId": parent_session_id,
+        **scope.for_run(),
     }
     step = running_step(harness.sessions.get_plan(parent_session_id))
     if step is not None:
@@ -226,11 +248,18 @@ def spawn_script(
 
 
 def spawn_detached(
-    harness: Harness, *, agent_id: str, parent_session_id: str, parent_run: RunRecord | None, arguments: dict[str, Any]
+    harness: Harness,
+    *,
+    agent_id: str,
+    parent_session_id: str,
+    parent_run: RunRecord | None,
+    arguments: dict[str, Any],
+    scope: Scope | None = None,
 ) -> VerbResult:
     """`await: false`: a new top-level-ish session of this agent, run in the background; nothing comes back."""
     from mcp_harness.store._util import new_id
 
+    scope = _scope_of(harness, parent_run, scope)
     for field in ("agentId", "output", "tools"):
         if field in arguments:
             raise BadRequest(
@@ -263,7 +292,7 @@ def spawn_detached(
             origin="agent",
             agent_id=agent_id,
             session_id=session.id,
-            input={},
+            input=scope.for_run(),
             parent_run_id=parent_run.id if parent_run is not None else None,
             queue="background",
             max_attempts=CHILD_MAX_ATTEMPTS,
@@ -317,12 +346,18 @@ async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawn
                 parent_run=None,
                 tool_call_id=call_id,
                 arguments=arguments,
+                scope=ctx.scope,
             )
         )
     if arguments.get("await") is False:
         return await harness.engine.offload(
             lambda: spawn_detached(
-                harness, agent_id=ctx.agent.id, parent_session_id=session_id, parent_run=None, arguments=arguments
+                harness,
+                agent_id=ctx.agent.id,
+                parent_session_id=session_id,
+                parent_run=None,
+                arguments=arguments,
+                scope=ctx.scope,
             )
         )
     spec = normalize_spec(arguments)
@@ -334,6 +369,7 @@ async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawn
             parent_run=None,
             tool_call_id=call_id,
             spec=spec,
+            scope=ctx.scope,
         )
     )
 

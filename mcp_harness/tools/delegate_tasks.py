@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from mcp_harness.errors import HarnessError, NotFound
 from mcp_harness.runs.records import TERMINAL, RunRecord
 from mcp_harness.store._util import iso_time
@@ -28,7 +26,6 @@ if TYPE_CHECKING:
     from mcp_harness.harness import Harness
 
 POLL_INTERVAL_MS = 500
-CANCEL_WAIT_S = 5
 
 
 async def start(ctx: VerbContext, arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, HarnessError | None]:
@@ -63,8 +60,8 @@ def task_of(run: RunRecord) -> dict[str, Any]:
         "statusMessage": message,
         "createdAt": iso_time(run.created_at),
         "lastUpdatedAt": iso_time(run.finished_at or run.started_at or run.created_at),
-        "ttl": None,
-        "pollInterval": POLL_INTERVAL_MS,
+        "ttlMs": None,
+        "pollIntervalMs": POLL_INTERVAL_MS,
     }
     if status == "completed":
         rendered = render_result(result_of(run))
@@ -101,14 +98,11 @@ def _parent_session(harness: Harness, run: RunRecord) -> str | None:
     return harness.sessions.get(run.session_id).parent_session_id
 
 
-async def cancel(harness: Harness, run: RunRecord) -> RunRecord:
-    """Cancel the child's tree and answer with where it stands once it has stopped (a few seconds at most: a run
-    in a model call notices at its next step)."""
+async def cancel(harness: Harness, run: RunRecord) -> None:
+    """Cancel the child's tree. The ack does not wait: queued and parked runs end at once, a run mid model call at
+    its next step, and `tasks/get` shows where it stands (SEP-2663: cancellation is eventually consistent)."""
     if run.status not in TERMINAL:
         await harness.engine.cancel(run.id)
-        with anyio.move_on_after(CANCEL_WAIT_S):
-            return await harness.engine.wait_for(run.id)
-    return await harness.engine.offload(harness.runs.get, run.id)
 
 
 __all__ = ["POLL_INTERVAL_MS", "TASKS_EXTENSION", "cancel", "client_task", "start", "task_of"]

@@ -91,6 +91,10 @@ def plan(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     """Replace the session's checklist."""
     if ctx.session_id is None:
         raise BadRequest("plan needs a conversation to attach the checklist to.")
+    ids = [step.get("id") for step in arguments.get("steps") or []]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise BadRequest(f"plan step ids must be unique; repeated: {', '.join(repeated)}.")
     sessions = ctx.harness.sessions
     new = settle(sessions.get_plan(ctx.session_id), normalize_plan(arguments), owner_run_id=ctx.run_id)
     sessions.set_plan(ctx.session_id, new)

@@ -5,22 +5,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_harness.errors import BadRequest, NotFound
+from mcp_harness.errors import BadRequest
+from mcp_harness.scope import Owner
 from mcp_harness.store.sessions import EventRecord, SessionRecord
 from mcp_harness.tools.base import VerbContext, VerbResult
 
 THREAD_EVENT_WINDOW = 200
 MAX_TRANSCRIPT_CHARS = 262_144
+MAX_THREAD_LIMIT = 100
 
 
 def _limit(options: dict[str, Any]) -> int:
     raw = options.get("limit", 25)
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        raise BadRequest("thread: option limit must be a number from 1 to 100.")
-    return max(1, min(100, int(raw)))
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_THREAD_LIMIT:
+        raise BadRequest(
+            f"thread: option limit must be an integer from 1 to {MAX_THREAD_LIMIT}; got {json.dumps(raw)}."
+        )
+    return raw
 
 
 def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbResult:
+    """`thread:`: the conversations the caller may see (`scope.py`), newest first, or those matching a query."""
     unknown = sorted(set(options) - {"query", "agentId", "limit"})
     if unknown:
         raise BadRequest(
@@ -34,13 +39,17 @@ def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbRes
     if query is not None and not isinstance(query, str):
         raise BadRequest("thread: option query must be a string.")
     sessions = ctx.harness.sessions
-    account = ctx.agent.account_id
-    if query and query.strip():
-        found = sessions.search(account, query, agent_id=agent_id or None, limit=limit)
+    scope = ctx.scope
+    account = scope.account_id
+    wanted = scope.agent_filter(agent_id or None)
+    if scope.confined and agent_id and agent_id != scope.agent_id:
+        found: list[tuple[SessionRecord, str | None]] = []  # another agent's threads: as if it had none
+    elif query and query.strip():
+        found = sessions.search(account, query, agent_id=wanted, limit=limit)
     else:
-        found = [(s, None) for s in sessions.list(account, agent_id=agent_id or None, limit=limit)]
+        found = [(s, None) for s in sessions.list(account, agent_id=wanted, limit=limit)]
     names = {a.id: a.definition.name for a in ctx.harness.agents.list(account)}
-    entries = [_entry(s, snippet, names) for s, snippet in found]
+    entries = [_entry(s, snippet, names) for s, snippet in found if scope.sees(s)]
     summary = f"Found {len(entries)} thread{'s' if len(entries) != 1 else ''}"
     summary += f' matching "{query.strip()}".' if query and query.strip() else ", newest first."
     data = {"summary": summary, "threads": entries}
@@ -88,16 +97,18 @@ def render_event(event: EventRecord) -> str:
 
 
 def child_threads(ctx: VerbContext, session_id: str) -> list[dict[str, Any]]:
-    """Sessions started from this one, with the run that owns each (delegated children) and its status."""
+    """Sessions started from this one that the caller may see, with the run that owns each and its status."""
     harness = ctx.harness
     with harness.db.reading() as conn:
         rows = conn.execute(
-            "SELECT s.id, s.title, s.run_id, r.status FROM sessions s LEFT JOIN runs r ON r.id = s.run_id "
-            "WHERE s.parent_session_id = ? ORDER BY s.created_at",
+            "SELECT s.id, s.title, s.run_id, s.account_id, s.agent_id, r.status FROM sessions s "
+            "LEFT JOIN runs r ON r.id = s.run_id WHERE s.parent_session_id = ? ORDER BY s.created_at",
             (session_id,),
         ).fetchall()
     out: list[dict[str, Any]] = []
     for row in rows:
+        if not ctx.scope.sees(Owner(row["account_id"], row["agent_id"])):
+            continue
         entry: dict[str, Any] = {"thread": f"thread:{row['id']}", "title": row["title"]}
         if row["run_id"]:
             entry["runId"], entry["runStatus"] = row["run_id"], row["status"]
@@ -107,11 +118,9 @@ def child_threads(ctx: VerbContext, session_id: str) -> list[dict[str, Any]]:
 
 def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
     """`run:<id>`: the run's public record — status, wait, usage, plan, children, error, output."""
-    run = ctx.harness.runs.find(run_id)
-    if run is None or run.account_id != ctx.agent.account_id:
-        raise NotFound(f"No run {run_id}.")
+    run = ctx.scope.run(ctx.harness.runs.find(run_id), run_id)
     info = run.to_info()
-    children = [c.to_info() for c in ctx.harness.runs.children(run.id)]
+    children = [c.to_info() for c in ctx.harness.runs.children(run.id) if ctx.scope.sees(c)]
     info["children"] = [
         {"id": c["id"], "status": c["status"], "title": c["title"], "sessionId": c.get("sessionId")} for c in children
     ]
@@ -135,9 +144,7 @@ def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
 
 
 def read_thread(ctx: VerbContext, session_id: str, fmt: str) -> VerbResult:
-    session = ctx.harness.sessions.find(session_id)
-    if session is None or session.account_id != ctx.agent.account_id:
-        raise NotFound(f"No thread {session_id}. read thread: lists the threads of this account.")
+    session = ctx.scope.session(ctx.harness.sessions.find(session_id), session_id)
     events = ctx.harness.sessions.events(session_id, last=THREAD_EVENT_WINDOW)
     markdown = "\n\n".join(f"[{e.seq}] {e.actor}: {render_event(e)}" for e in events)
     if len(markdown) > MAX_TRANSCRIPT_CHARS:
