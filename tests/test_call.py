@@ -152,6 +152,26 @@ async def test_promotion_lists_touched_callables_and_survives_a_restart(harness:
         assert "execute" in [t.name for t in (await again.list_tools()).tools]
 
 
+async def test_authored_lambdas_are_promoted_like_builtins_and_the_capability_says_so(harness: Harness) -> None:
+    async with Client(build_server(harness), mode="legacy") as c:
+        caps = c.server_capabilities
+        assert caps.tools is not None and caps.tools.list_changed is True, (
+            "the server sends tools/list_changed, so it declares it"
+        )
+        add = lambda_tool("def main(input):\n    return {'sum': input['a'] + input['b']}\n")
+        add["input"] = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+        await call(c, "write", {"address": "~/tools/add", "content": json.dumps(add)})
+        assert "add" not in [t.name for t in (await c.list_tools()).tools], "authoring alone promotes nothing"
+        assert (await call(c, "call", {"tool": "add", "input": {"a": 2, "b": 3}}))["result"] == {"sum": 5}
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert tools["add"].input_schema == add["input"] and tools["add"].description == add["description"]
+        direct = await c.call_tool("add", {"a": 20, "b": 22})
+        assert not direct.is_error and direct.structured_content is not None
+        assert direct.structured_content["result"] == {"sum": 42}
+        await call(c, "write", {"address": "~/tools/add", "options": {"delete": True}})
+        assert "add" not in [t.name for t in (await c.list_tools()).tools], "a deleted lambda is no longer listed"
+
+
 async def test_user_calls_never_promote(harness: Harness) -> None:
     agent = harness.agent()
     binding = SessionBinding(harness, agent_id=agent.id)

@@ -34,6 +34,7 @@ RULES: list[dict[str, Any]] = [
     {"when": "Self-correct", "turns": [result_call("forty-two"), result_call(42)]},
     {"when": "Never valid", "turns": [result_call("a"), result_call("b"), result_call("c")]},
     {"when": "Slow leaf", "turns": [{"delayMs": 600, "text": "leaf done"}]},
+    {"when": "Long turn", "turns": [{"delayMs": 6_000, "text": "long turn done"}]},
     {
         "when": "Coordinate three",
         "turns": [
@@ -225,7 +226,7 @@ async def test_narrowing_never_widens_authority(scripted: Harness) -> None:
 
 async def test_detached_children_run_in_the_background(client: Client, scripted: Harness) -> None:
     detached = await call(client, "delegate", {"brief": "Just say hello", "await": False})
-    assert detached["status"] == "detached" and "runId" not in detached
+    assert detached["status"] == "detached" and scripted.runs.get(detached["runId"]).session_id == detached["sessionId"]
     with anyio.fail_after(20):
         while True:
             events = scripted.sessions.events(detached["sessionId"])
@@ -233,6 +234,11 @@ async def test_detached_children_run_in_the_background(client: Client, scripted:
                 break
             await anyio.sleep(0.05)
     assert [e.payload.get("content") for e in events if e.payload.get("role") == "assistant"] == ["default reply"]
+    # The caller's thread lists the detached child with its run, so it can be found and watched.
+    parent = scripted.sessions.get(detached["sessionId"]).parent_session_id
+    listed = await call(client, "read", {"address": f"thread:{parent}", "format": "json"})
+    child = next(c for c in listed["children"] if c["thread"] == f"thread:{detached['sessionId']}")
+    assert child["runId"] == detached["runId"] and child["runStatus"] in ("running", "succeeded")
 
 
 async def test_plan_steps_settle_when_their_children_succeed(client: Client, scripted: Harness) -> None:
@@ -311,3 +317,19 @@ async def test_a_waiting_delegate_call_reports_progress(client: Client) -> None:
     assert not result.is_error
     assert notes[0].startswith('Started child "Slow leaf with progress"')
     assert any(n.startswith('Child "Slow leaf with progress" is running') for n in notes[1:])
+
+
+async def test_a_long_model_turn_sends_heartbeats_saying_what_the_child_does(client: Client) -> None:
+    """A single 6 s model reply changes nothing the client can see; progress still arrives every few seconds."""
+    notes: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if message:
+            notes.append(message)
+
+    with anyio.fail_after(30):
+        result = await client.call_tool("delegate", {"brief": "Long turn"}, progress_callback=on_progress)
+    assert not result.is_error
+    waiting = [n for n in notes if n.startswith('Child "Long turn" is running, waiting on model reply 1')]
+    assert len(waiting) >= 2, f"the same state is re-sent as a heartbeat: {notes}"
+    assert waiting[-1] != waiting[0], "each heartbeat carries the elapsed time"

@@ -19,6 +19,7 @@ from mcp_harness.definition import AgentDefinition
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.models.wire import Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolSpec
 from mcp_harness.runs import Canceled, Failed, Outcome, Parked, Succeeded
+from mcp_harness.runs.outcomes import INTERRUPTED
 from mcp_harness.runs.prompt import (
     MAX_CONTINUATIONS,
     continuation_prompt,
@@ -31,7 +32,7 @@ from mcp_harness.runs.resolve import deliver, pending_spawns, reconcile_session,
 from mcp_harness.scope import Scope
 from mcp_harness.tools import delegate as delegate_verb
 from mcp_harness.tools.base import VerbContext, VerbResult
-from mcp_harness.tools.catalog import callable_spec, promoted_callables
+from mcp_harness.tools.catalog import promoted_callables
 from mcp_harness.tools.contracts import CALLABLES, RETURN_RESULT_DESCRIPTION, VERBS, callable_alias
 from mcp_harness.tools.plan import TERMINAL
 from mcp_harness.tools.schema_subset import value_errors
@@ -44,10 +45,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_RETURN_RESULT_TRIES = 3
-INTERRUPTED = (
-    "Interrupted by a service restart before this tool finished; whether its side effects happened is unknown. "
-    "Verify state before retrying."
-)
 
 
 @dataclasses.dataclass
@@ -175,15 +172,14 @@ class AgentExecutor:
         run, agent = turn.run, turn.agent
         assert run.session_id is not None
         events = h.sessions.events(run.session_id)
-        messages = replay(events, pending_spawns=pending_spawns(h, run.session_id, events))
+        messages = replay(events, pending_spawns=pending_spawns(h, run.session_id))
         block = plan_state(h.sessions.get_plan(run.session_id))
         if block:
             messages.append(Message(role="user", content=block))
         tools = [ToolSpec(name=v.name, description=v.description, input_schema=v.input_schema) for v in VERBS.values()]
         if delegate_verb.spawn_depth(h, run) + 1 > delegate_verb.MAX_DEPTH:
             tools = [t for t in tools if t.name != "delegate"]
-        for name in promoted_callables(h, agent, run.session_id, events):
-            spec = callable_spec(h, name)
+        for name, spec in promoted_callables(h, agent, run.session_id, events).items():
             tools.append(ToolSpec(name=name, description=spec.description, input_schema=spec.input_schema))
         if isinstance(turn.spec.get("output"), dict) and not turn.delivered:
             tools.append(

@@ -22,7 +22,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.context import HandlerResult, ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -34,7 +35,7 @@ from mcp_harness.resources import RESOURCE_TEMPLATES, list_resources, read_resou
 from mcp_harness.server.sampling import ClientSampler
 from mcp_harness.server.transports import TOKEN_SCOPE_KEY, http_app, serve_http, serve_stdio
 from mcp_harness.tools.base import Progress
-from mcp_harness.tools.catalog import callable_spec, promoted_callables
+from mcp_harness.tools.catalog import promoted_callables
 from mcp_harness.tools.contracts import RETURN_RESULT_DESCRIPTION, TASKS_EXTENSION, VERBS, VerbSpec
 
 logger = logging.getLogger(__name__)
@@ -99,8 +100,7 @@ class ServerState:
         def compute() -> dict[str, VerbSpec]:
             ctx = binding.context_sync(create=False)
             assert ctx.session_id is not None
-            names = promoted_callables(self.harness, ctx.agent, ctx.session_id)
-            return {name: callable_spec(self.harness, name) for name in names}
+            return promoted_callables(self.harness, ctx.agent, ctx.session_id)
 
         return await anyio.to_thread.run_sync(compute)
 
@@ -347,7 +347,7 @@ def build_server(
             return {"resultType": "complete"}
         return {"resultType": "complete", **delegate_tasks.task_of(run)}
 
-    server = Server(
+    server = _HarnessServer(
         "mcp-harness",
         version=__version__,
         title="mcp-harness",
@@ -365,6 +365,21 @@ def build_server(
     server.add_request_handler("tasks/cancel", TaskParams, on_task)
     server.add_request_handler("tasks/update", TaskUpdateParams, on_task)
     return server
+
+
+class _HarnessServer(Server[ServerState]):
+    """The lowlevel server, declaring what it sends: promotion changes the tool list of a session, and handshake-era
+    clients are told with `notifications/tools/list_changed` (the 2026-07-28 era derives the flag itself)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+        )
 
 
 class TaskParams(types.RequestParams):

@@ -108,10 +108,11 @@ def read_tool(ctx: VerbContext, name: str, fmt: str) -> VerbResult:
 
 def promoted_callables(
     harness: Harness, agent: AgentRecord, session_id: str, events: Iterable[EventRecord] | None = None
-) -> list[str]:
-    """Callables this session has touched (`read ~/tools/<n>` or `call <n>` by a non-user actor), intersected with
-    what the agent may call. Derived from the durable log, so it survives restarts (HARNESS §5). A caller that
-    already holds the session's events passes them, saving the query."""
+) -> dict[str, VerbSpec]:
+    """Callables this session has touched (`read ~/tools/<n>` or `call <n>` by a non-user actor) that the agent may
+    call — granted builtins and its enabled authored lambdas — with the contract each is served under. Derived from
+    the durable log, so it survives restarts (HARNESS §5). A caller that already holds the session's events passes
+    them, saving the query."""
     if events is None:
         with harness.db.reading() as conn:
             rows = conn.execute(
@@ -134,6 +135,23 @@ def promoted_callables(
         elif event.get("name") == "call" and isinstance(arguments.get("tool"), str):
             touched.add(arguments["tool"].strip())
     if not touched:
-        return []
+        return {}
     aliased = {callable_alias(name) for name in touched}
-    return [name for name in callable_set(harness, agent.definition) if name in aliased]
+    out = {name: callable_spec(harness, name) for name in callable_set(harness, agent.definition) if name in aliased}
+    if "execute" in callable_set(harness, agent.definition):  # a lambda runs in the execute sandbox (HARNESS §4)
+        for record in harness.tools.list(agent.id):
+            if record.kind == "lambda" and record.enabled and record.name in touched and record.name not in out:
+                out[record.name] = lambda_spec(record.document)
+    return out
+
+
+def lambda_spec(doc: ToolDocument) -> VerbSpec:
+    """An authored lambda's contract as a promoted MCP tool: it runs code over the agent's memory."""
+    return VerbSpec(
+        name=doc.name,
+        title=doc.name,
+        description=doc.description,
+        input_schema=doc.input or {"type": "object"},
+        destructive=True,
+        open_world=True,
+    )

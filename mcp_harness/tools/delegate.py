@@ -281,7 +281,12 @@ def spawn_detached(
     run_id = new_id()
     with harness.db.transaction():
         session = harness.sessions.create(
-            harness.account_id, agent_id, kind="conversation", title=title, parent_session_id=parent_session_id
+            harness.account_id,
+            agent_id,
+            kind="conversation",
+            title=title,
+            parent_session_id=parent_session_id,
+            run_id=run_id,
         )
         harness.sessions.append(session.id, {"type": "message", "role": "user", "content": text}, "agent")
         harness.runs.enqueue(
@@ -302,6 +307,7 @@ def spawn_detached(
         "summary": f'Started detached child "{title}"; it is now running in the background.',
         "status": "detached",
         "sessionId": session.id,
+        "runId": run_id,
         "title": title,
     }
     return VerbResult.of(data)
@@ -402,10 +408,16 @@ async def _await_spawned(ctx: VerbContext, spawned: Spawned) -> VerbResult:
     return render_result(result_of(child))
 
 
+HEARTBEAT_S = 4.0
+"""A progress notification goes out at least this often while a child works, so a client whose timeout resets on
+progress never gives up on a long model turn."""
+
+
 async def _await_child(harness: Harness, spawned: Spawned, ctx: VerbContext) -> RunRecord:
-    """Wait for the child, reporting its status and plan changes while it works."""
+    """Wait for the child, reporting what it does — on every change, and as a heartbeat while nothing changes."""
     engine = harness.engine
-    last = ""
+    last, last_sent = "", 0.0
+    started = anyio.current_time()
     result: list[RunRecord] = []
 
     async def wait() -> None:
@@ -419,15 +431,23 @@ async def _await_child(harness: Harness, spawned: Spawned, ctx: VerbContext) -> 
             if ctx.progress is None:
                 continue
             note = await engine.offload(_status_note, harness, spawned)
-            if note != last:
-                last = note
-                await ctx.progress(note)
+            now = anyio.current_time()
+            if note != last or now - last_sent >= HEARTBEAT_S:
+                last, last_sent = note, now
+                await ctx.progress(f"{note} ({now - started:.0f} s)")
     return result[0]
 
 
 def _status_note(harness: Harness, spawned: Spawned) -> str:
+    """What the child is doing: its status, its model reply count and the tool it is in, tokens so far, its plan."""
     run = harness.runs.get(spawned.run_id)
     note = f'Child "{spawned.title}" is {run.status}'
+    if spawned.session_id is not None and run.status == "running":
+        replies, open_call = _activity(harness, spawned.session_id)
+        note += f", calling {open_call}" if open_call else f", waiting on model reply {replies + 1}"
+    tokens = (run.usage or {}).get("total")
+    if tokens:
+        note += f"; {tokens} tokens so far"
     plan = harness.sessions.get_plan(spawned.session_id) if spawned.session_id else None
     steps = (plan or {}).get("steps") or []
     if steps:
@@ -435,3 +455,19 @@ def _status_note(harness: Harness, spawned: Spawned) -> str:
         current = next((s["label"] for s in steps if s.get("status") == "running"), None)
         note += f"; plan {done}/{len(steps)}" + (f", working on: {current}" if current else "")
     return note + "."
+
+
+def _activity(harness: Harness, session_id: str) -> tuple[int, str | None]:
+    """Model replies so far in a child's session, and the tool its newest call is running, if unanswered."""
+    with harness.db.reading() as conn:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM session_events WHERE session_id = ? AND type = 'message' AND actor = 'agent'",
+            (session_id,),
+        ).fetchone()
+    newest = harness.sessions.events(session_id, last=1)
+    open_call: str | None = None
+    if newest and newest[0].type == "tool_call":
+        payload = newest[0].payload
+        tool = (payload.get("input") or {}).get("tool") if payload.get("name") == "call" else None
+        open_call = f"call {tool}" if isinstance(tool, str) else str(payload.get("name"))
+    return max(0, int(row[0]) - 1), open_call  # the brief is the first message
