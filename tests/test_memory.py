@@ -13,8 +13,10 @@ import anyio
 import pytest
 from mcp import Client
 
+from mcp_harness.config import load_settings
 from mcp_harness.errors import HarnessError
 from mcp_harness.harness import Harness
+from mcp_harness.server import build_server
 from tests.conftest import call, refused, text_of
 
 pytestmark = pytest.mark.anyio
@@ -50,6 +52,10 @@ async def test_equivalent_spellings_normalize_to_one_path(client: Client) -> Non
         ("x" * 200 + "/" + "y" * 200 + "/" + "z" * 112, "too long"),
         ("n" * 256, "each name holds at most 255 bytes"),
         ("", "Memory path is required"),
+        ("notes/a\nb.md", "control character (U+000A)"),
+        ("tab\there", "control character (U+0009)"),
+        ("line\u2028sep", "control character (U+2028)"),
+        (".mcp-harness-tmp-0123", "reserved"),
     ],
 )
 async def test_adversarial_paths_are_refused_with_a_reason(client: Client, path: str, fragment: str) -> None:
@@ -215,3 +221,96 @@ while True:
     except OSError:
         pass
 """
+
+
+# -- temp files left by interrupted writes ------------------------------------------------------------------------
+
+_HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+_WRITE_THEN_HANG = """
+import os, sys, time
+from pathlib import Path
+from mcp_harness.space.memory import MemoryStore
+
+def hang(*args, **kwargs):
+    print("writing", flush=True)
+    time.sleep(120)
+
+os.replace = hang  # the write stops between filling its temp file and renaming it: kill it there
+MemoryStore(Path(sys.argv[1])).write_file("notes/big.bin", b"x" * 1_000_000)
+"""
+
+
+def _temps(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob(".mcp-harness-tmp-*"))
+
+
+def _age(path: Path, seconds: float = 120) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+async def _list_through_a_new_server(data_dir: Path) -> list[str]:
+    """Start a server on the data directory, as a restart would, and list memory through it."""
+    harness = Harness(load_settings(data_dir=data_dir))
+    try:
+        async with Client(build_server(harness), mode="2026-07-28") as c:
+            listing = await call(c, "read", {"address": "~/memory/"})
+            return [e["path"] for e in listing["entries"]]
+    finally:
+        harness.close()
+
+
+async def test_a_start_sweeps_stale_temp_files_but_not_live_ones(harness: Harness, data_dir: Path) -> None:
+    root = harness.agent().memory_dir
+    (root / "sub").mkdir(parents=True)
+    (root / "keep.txt").write_text("k")
+    for rel in (".mcp-harness-tmp-stale1", "sub/.mcp-harness-tmp-stale2"):
+        (root / rel).write_bytes(b"half a write")
+        _age(root / rel)
+    (root / ".mcp-harness-tmp-fresh").write_bytes(b"being written")  # another process's write, just begun
+    held = root / "sub" / ".mcp-harness-tmp-held"
+    held.write_bytes(b"a slow writer")
+    _age(held)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(held)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        assert await _list_through_a_new_server(data_dir) == ["keep.txt", "sub"]
+        assert _temps(root) == [".mcp-harness-tmp-fresh", "sub/.mcp-harness-tmp-held"]
+    finally:
+        holder.kill()
+        holder.wait()
+    # Once its writer is gone, the old one goes at the next start; the fresh one waits out its minute.
+    await _list_through_a_new_server(data_dir)
+    assert _temps(root) == [".mcp-harness-tmp-fresh"]
+
+
+async def test_a_write_killed_mid_way_is_cleaned_up_at_the_next_start(harness: Harness, data_dir: Path) -> None:
+    root = harness.agent().memory_dir
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITE_THEN_HANG, str(root)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
+    finally:
+        writer.kill()
+        writer.wait()
+    left = _temps(root)
+    assert len(left) == 1 and left[0].startswith("notes/.mcp-harness-tmp-")
+    assert (root / left[0]).stat().st_size == 1_000_000
+    assert await _list_through_a_new_server(data_dir) == ["notes"]  # never listed, even before it is swept
+    assert _temps(root) == left  # under a minute old: it could be a live writer's
+    _age(root / left[0])
+    await _list_through_a_new_server(data_dir)
+    assert _temps(root) == []
+    harness.memory(harness.agent()).write_file("notes/big.bin", b"whole")  # writing after a sweep still works
+    assert (root / "notes" / "big.bin").read_bytes() == b"whole" and _temps(root) == []

@@ -10,6 +10,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_harness.harness import Harness
+from mcp_harness.server import build_server
 from tests.conftest import call
 
 pytestmark = pytest.mark.anyio
@@ -66,8 +67,23 @@ async def test_resource_reads(client: Client, harness: Harness) -> None:
     assert isinstance(transcript, types.TextResourceContents) and "tool call write" in transcript.text
 
 
-async def test_unknown_resources_are_protocol_errors(client: Client) -> None:
-    for uri in ("harness://memory/missing.txt", "hm://z6Mk/doc", "harness://nothing"):
+@pytest.mark.parametrize(("mode", "code"), [("legacy", -32002), ("2026-07-28", -32602)])
+async def test_a_missing_resource_is_the_eras_not_found_error(harness: Harness, mode: str, code: int) -> None:
+    """2026-07-28 (server/resources): servers MUST answer -32602 with data.uri; 2025-11-25 and before: -32002."""
+    async with Client(build_server(harness), mode=mode) as c:
+        for uri in ("harness://memory/missing.txt", "harness://memory/gone/", "thread:nope", "harness://nothing"):
+            with pytest.raises(MCPError) as info:
+                await c.read_resource(uri)
+            assert (info.value.code, info.value.data) == (code, {"uri": uri}), info.value.message
         with pytest.raises(MCPError) as info:
-            await client.read_resource(uri)
-        assert info.value.code in (-32002, -32602)
+            await c.read_resource("harness://memory/a%00b")  # a bad path, not a missing resource
+        assert info.value.code == -32602 and "invalid character" in info.value.message
+
+
+@pytest.mark.parametrize("cursor", ["-1", "-100", "abc", "1.5", " 100", "100 ", "+100", "1_00", "0x10", "01", "９"])
+async def test_a_negative_or_malformed_cursor_is_invalid_params(client: Client, cursor: str) -> None:
+    with pytest.raises(MCPError) as info:
+        await client.list_resources(cursor=cursor)
+    assert info.value.code == -32602
+    assert info.value.message.startswith(f"Invalid cursor {cursor!r}: pass back the nextCursor")
+    assert (await client.list_resources(cursor="100")).resources == []  # past the end is just an empty page

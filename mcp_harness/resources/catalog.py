@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_harness.addresses import PLAN_URI, SELF_URI, parse_address, thread_uri, tool_uri
 from mcp_harness.addresses import memory_uri as memory_resource_uri
@@ -21,7 +23,10 @@ from mcp_harness.tools import threads
 from mcp_harness.tools.contracts import VERBS
 
 RESOURCE_NOT_FOUND = -32002
+"""What a missing resource answers in the handshake era (2025-11-25 and before: "Resource not found: -32002")."""
 PAGE_SIZE = 100
+_CURSOR = re.compile(r"(0|[1-9][0-9]{0,17})")
+"""A cursor is an offset this server wrote: plain decimal digits, no sign, spaces or underscores (which int() takes)."""
 
 RESOURCE_TEMPLATES = [
     types.ResourceTemplate(
@@ -88,17 +93,41 @@ def _static(binding: SessionBinding) -> list[types.Resource]:
     return out
 
 
-def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.ListResourcesResult:
-    """The fixed resources first, then memory files, `PAGE_SIZE` per page."""
-    try:
-        offset = int(cursor) if cursor else 0
-    except ValueError:
+def not_found_code(protocol_version: str | None) -> int:
+    """The error code for a resource that does not exist, by the request's protocol era.
+
+    2026-07-28 says servers MUST answer -32602 (Invalid Params) with `data.uri` (clients still accept -32002);
+    2025-11-25 and earlier say -32002. An unknown era (no version passed) gets the current rule.
+    """
+    if protocol_version is None or protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return types.INVALID_PARAMS
+    return RESOURCE_NOT_FOUND
+
+
+def _offset(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    if not _CURSOR.fullmatch(cursor):
         raise MCPError(
-            types.INVALID_PARAMS, f"Invalid cursor {cursor!r}: pass back a nextCursor from resources/list."
-        ) from None
+            types.INVALID_PARAMS,
+            f"Invalid cursor {cursor!r}: pass back the nextCursor of an earlier resources/list page "
+            "(a non-negative offset), or no cursor for the first page.",
+            {"cursor": cursor},
+        )
+    return int(cursor)
+
+
+def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.ListResourcesResult:
+    """The fixed resources first, then memory files, `PAGE_SIZE` per page.
+
+    Only files an address can name are listed: every resource offered must be readable by resources/read.
+    """
+    offset = _offset(cursor)
     ctx = binding.context_sync(create=False)
     items = _static(binding)
     for entry in ctx.harness.memory(ctx.agent).iter_files():
+        if not entry.addressable:
+            continue
         items.append(
             types.Resource(
                 name=entry.path, uri=memory_resource_uri(entry.path), mime_type=entry.mime_type, size=entry.size
@@ -109,13 +138,17 @@ def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.Li
     return types.ListResourcesResult(resources=page, next_cursor=str(offset + PAGE_SIZE) if more else None)
 
 
-def read_resource_sync(binding: SessionBinding, uri: str) -> types.ReadResourceResult:
+def read_resource_sync(
+    binding: SessionBinding, uri: str, protocol_version: str | None = None
+) -> types.ReadResourceResult:
+    """One resource's contents; a missing one is the era's not-found error (`not_found_code`) with `data.uri`."""
     address = parse_address(uri)
     if address is None or address.kind not in ("memory", "self", "tools", "plan", "thread", "hm"):
         raise MCPError(
-            RESOURCE_NOT_FOUND,
+            not_found_code(protocol_version),
             f"Unknown resource {uri}. Resources: harness://memory/{{path}}, "
             "harness://tools/{name}, harness://self, harness://plan, thread:{id}, hm://{account}/{path}.",
+            {"uri": uri},
         )
     try:
         ctx = binding.context_sync(create=False)
@@ -150,8 +183,8 @@ def read_resource_sync(binding: SessionBinding, uri: str) -> types.ReadResourceR
                 else:
                     result = threads.read_thread(ctx, address.rest, "markdown")
     except HarnessError as exc:
-        code = RESOURCE_NOT_FOUND if exc.status == 404 else types.INVALID_PARAMS
-        raise MCPError(code, exc.message) from None
+        code = not_found_code(protocol_version) if exc.status == 404 else types.INVALID_PARAMS
+        raise MCPError(code, exc.message, {"uri": uri}) from None
     is_json = address.kind == "memory"
     text = json.dumps(result.data, indent=2) if is_json else result.text
     if address.kind == "hm" and isinstance(result.data.get("markdown"), str):
@@ -166,7 +199,10 @@ async def list_resources(binding: SessionBinding, cursor: str | None) -> types.L
     return await anyio.to_thread.run_sync(list_resources_sync, binding, cursor)
 
 
-async def read_resource(binding: SessionBinding, uri: str) -> types.ReadResourceResult:
+async def read_resource(
+    binding: SessionBinding, uri: str, protocol_version: str | None = None
+) -> types.ReadResourceResult:
+    """`protocol_version` (the request's `ctx.protocol_version`) picks the era's not-found code."""
     import anyio.to_thread
 
-    return await anyio.to_thread.run_sync(read_resource_sync, binding, uri)
+    return await anyio.to_thread.run_sync(read_resource_sync, binding, uri, protocol_version)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from mcp_harness.space.paths import TMP_PREFIX, display_path
+
 logger = logging.getLogger(__name__)
 
 MAX_ENTRIES = 100_000
@@ -31,7 +33,7 @@ class FileChange:
     """One workspace entry that differs between the snapshots taken around a call."""
 
     path: str
-    """Relative to the workspace, '/'-joined."""
+    """Relative to the workspace, '/'-joined; escaped as memory listings show it when no address can name it."""
     change: ChangeKind
     """'added', 'modified' or 'removed'."""
 
@@ -68,18 +70,22 @@ def snapshot(root: Path) -> dict[str, Signature]:
     return entries
 
 
-def _printable(path: str) -> str:
-    # Names the sandbox wrote need not be UTF-8; scandir hands them over surrogate-escaped, which JSON cannot carry.
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
 def diff(before: dict[str, Signature], after: dict[str, Signature]) -> list[FileChange]:
-    """The changes from `before` to `after`, sorted by path."""
+    """The changes from `before` to `after`, sorted by path.
+
+    Paths are shown as memory listings show them (space/paths.py): names the sandbox wrote need not be UTF-8 or
+    printable, and scandir hands them over surrogate-escaped, which JSON cannot carry. Temp files of memory writes
+    (a verb writing while the program ran) are not the program's changes, and listings never show them either.
+    """
     changes: list[FileChange] = []
     for path in sorted(before.keys() | after.keys()):
+        parts = path.split("/")
+        if any(p.startswith(TMP_PREFIX) for p in parts):
+            continue
         old, new = before.get(path), after.get(path)
         if old == new:
             continue
         kind: ChangeKind = "added" if old is None else "removed" if new is None else "modified"
-        changes.append(FileChange(_printable(path), kind))
+        changes.append(FileChange(display_path(parts), kind))
+    changes.sort(key=lambda c: c.path)
     return changes

@@ -303,7 +303,7 @@ def build_server(
     async def on_read_resource(
         ctx: ServerRequestContext[ServerState], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await read_resource(await state.bound(ctx), params.uri)
+        return await read_resource(await state.bound(ctx), params.uri, ctx.protocol_version)
 
     async def on_call_tool_or_task(
         ctx: ServerRequestContext[ServerState], params: types.CallToolRequestParams

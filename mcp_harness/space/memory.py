@@ -8,91 +8,24 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import mimetypes
 import os
-import secrets
 import shutil
 import stat
-from dataclasses import dataclass
+import threading
 from pathlib import Path
 
 from mcp_harness.errors import BadRequest, NotFound
+from mcp_harness.space import temps
+from mcp_harness.space.entries import MemoryEntry, MemoryFile, MemoryListing, TopLevelSummary, mime_for
+from mcp_harness.space.paths import TMP_PREFIX, display_name, display_path, is_addressable
 
-_TMP_PREFIX = ".mcp-harness-tmp-"
+__all__ = ["MemoryEntry", "MemoryFile", "MemoryListing", "MemoryStore", "TopLevelSummary", "mime_for"]
+
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_EXTRA_TYPES = {
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    ".ts": "text/typescript",
-    ".tsx": "text/typescript",
-    ".yaml": "application/x-yaml",
-    ".yml": "application/x-yaml",
-    ".toml": "application/toml",
-    ".jsonl": "application/jsonl",
-    ".py": "text/x-python",
-    ".webp": "image/webp",
-}
-
-
-def mime_for(path: str) -> str | None:
-    """The MIME type a file name implies, or None."""
-    ext = os.path.splitext(path)[1].lower()
-    return _EXTRA_TYPES.get(ext) or mimetypes.guess_type(path, strict=False)[0]
 
 
 def _ms(st: os.stat_result) -> int:
     return round(st.st_mtime_ns / 1_000_000)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MemoryEntry:
-    """One file or directory in a listing."""
-
-    path: str
-    """Relative to the memory root, `/`-joined."""
-    type: str
-    """`file` or `dir`."""
-    size: int
-    """Bytes (0 for directories)."""
-    updated_at: int
-    """Modification time, epoch milliseconds."""
-    mime_type: str | None = None
-    entry_count: int | None = None
-    """For directories: how many names it holds."""
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {"path": self.path, "type": self.type, "size": self.size, "updatedAt": self.updated_at}
-        if self.mime_type:
-            out["mimeType"] = self.mime_type
-        if self.entry_count is not None:
-            out["entryCount"] = self.entry_count
-        return out
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MemoryFile:
-    """A file's content: `text` when it is UTF-8 without NUL, else None (binary); `data` is always the bytes."""
-
-    entry: MemoryEntry
-    data: bytes
-    text: str | None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MemoryListing:
-    """One directory level."""
-
-    path: str
-    entries: list[MemoryEntry]
-    total_bytes: int
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TopLevelSummary:
-    """Root files and directories with recursive counts, for `~/self` and the space index."""
-
-    total_files: int
-    top_level: list[str]
 
 
 class MemoryStore:
@@ -106,11 +39,23 @@ class MemoryStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._swept = False
+        self._sweep_lock = threading.Lock()
 
     # -- path walking -------------------------------------------------------------------------------------
 
-    def _root_fd(self) -> int:
+    def _ready(self) -> None:
+        """Create the root, and on this store's first use remove temp files killed writers left (space/temps.py)."""
         self.root.mkdir(parents=True, exist_ok=True)
+        if self._swept:
+            return
+        with self._sweep_lock:
+            if not self._swept:
+                temps.sweep_stale(self.root)
+                self._swept = True
+
+    def _root_fd(self) -> int:
+        self._ready()
         return os.open(self.root, _DIR_FLAGS)
 
     def _walk(self, parts: list[str], *, create: bool = False, path: str) -> int:
@@ -147,18 +92,25 @@ class MemoryStore:
         parts = path.split("/")
         return parts[:-1], parts[-1]
 
-    def _entry(self, path: str, st: os.stat_result, *, dir_fd: int | None = None, name: str = "") -> MemoryEntry:
+    def _entry(
+        self, path: str, st: os.stat_result, *, dir_fd: int | None = None, name: str = "", addressable: bool = True
+    ) -> MemoryEntry:
         if stat.S_ISDIR(st.st_mode):
             count = 0
             if dir_fd is not None:
                 with contextlib.suppress(OSError):
                     sub = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
                     try:
-                        count = sum(1 for n in os.listdir(sub) if not n.startswith(_TMP_PREFIX))
+                        count = sum(1 for n in os.listdir(sub) if not n.startswith(TMP_PREFIX))
                     finally:
                         os.close(sub)
-            return MemoryEntry(path=path, type="dir", size=0, updated_at=_ms(st), entry_count=count)
-        return MemoryEntry(path=path, type="file", size=st.st_size, updated_at=_ms(st), mime_type=mime_for(path))
+            return MemoryEntry(
+                path=path, type="dir", size=0, updated_at=_ms(st), entry_count=count, addressable=addressable
+            )
+        mime = mime_for(path)
+        return MemoryEntry(
+            path=path, type="file", size=st.st_size, updated_at=_ms(st), mime_type=mime, addressable=addressable
+        )
 
     # -- reads ---------------------------------------------------------------------------------------------
 
@@ -206,7 +158,10 @@ class MemoryStore:
         return MemoryFile(entry=self._entry(path, st), data=data, text=text)
 
     def list_dir(self, path: str) -> MemoryListing:
-        """List one directory level, skipping symlinks and special files.
+        """List one directory level, skipping symlinks, special files and temp files.
+
+        A name no address can carry is still listed, escaped and flagged (space/paths.py), so it never costs the
+        rest of the listing.
 
         Raises:
             NotFound: the directory is missing (the root always exists).
@@ -223,15 +178,16 @@ class MemoryStore:
         entries: list[MemoryEntry] = []
         try:
             for name in os.listdir(dir_fd):
-                if name.startswith(_TMP_PREFIX):
+                if name.startswith(TMP_PREFIX):
                     continue
                 try:
                     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
                 except FileNotFoundError:
                     continue
-                rel = f"{path}/{name}" if path else name
                 if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
-                    entries.append(self._entry(rel, st, dir_fd=dir_fd, name=name))
+                    ok = is_addressable([*parts, name])
+                    rel = f"{path}/{display_name(name)}" if path else display_name(name)
+                    entries.append(self._entry(rel, st, dir_fd=dir_fd, name=name, addressable=ok))
         finally:
             os.close(dir_fd)
         entries.sort(key=lambda e: e.path)
@@ -252,41 +208,32 @@ class MemoryStore:
             os.close(dir_fd)
 
     def iter_files(self) -> list[MemoryEntry]:
-        """Every regular file in the tree, sorted by path (symlinked directories are not entered)."""
+        """Every regular file in the tree, sorted by path (symlinked directories are not entered).
+
+        Files no address can name are included, escaped and flagged; callers that hand out addresses filter them.
+        """
         out: list[MemoryEntry] = []
-        if not self.root.is_dir():
-            return out
-        for dirpath, _dirnames, filenames, dir_fd in os.fwalk(self.root, follow_symlinks=False):
+        self._ready()
+        for dirpath, dirnames, filenames, dir_fd in os.fwalk(self.root, follow_symlinks=False):
+            dirnames[:] = [d for d in dirnames if not d.startswith(TMP_PREFIX)]
             rel_dir = os.path.relpath(dirpath, self.root)
-            rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+            parts = [] if rel_dir == "." else rel_dir.split(os.sep)
             for name in filenames:
-                if name.startswith(_TMP_PREFIX):
+                if name.startswith(TMP_PREFIX):
                     continue
                 try:
                     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
                 except FileNotFoundError:
                     continue
                 if stat.S_ISREG(st.st_mode):
-                    rel = f"{rel_dir}/{name}" if rel_dir else name
-                    out.append(self._entry(rel, st))
+                    full = [*parts, name]
+                    out.append(self._entry(display_path(full), st, addressable=is_addressable(full)))
         out.sort(key=lambda e: e.path)
         return out
 
     def summarize_top_level(self) -> TopLevelSummary:
         """Root files, and root directories with their recursive file counts and byte totals."""
-        files = self.iter_files()
-        dirs: dict[str, list[int]] = {}
-        top: list[str] = []
-        for entry in files:
-            head, sep, _ = entry.path.partition("/")
-            if sep:
-                agg = dirs.setdefault(head, [0, 0])
-                agg[0] += 1
-                agg[1] += entry.size
-            else:
-                top.append(entry.path)
-        lines = [f"{name}/ ({n} file{'s' if n != 1 else ''}, {b} bytes)" for name, (n, b) in sorted(dirs.items())]
-        return TopLevelSummary(total_files=len(files), top_level=lines + top)
+        return TopLevelSummary.of(self.iter_files())
 
     # -- writes --------------------------------------------------------------------------------------------
 
@@ -307,16 +254,16 @@ class MemoryStore:
                 raise BadRequest(f"{path} is not writable: it is a symlink.")
             if st is not None and stat.S_ISDIR(st.st_mode):
                 raise BadRequest(f"{path} is a directory; write to a file path inside it, or delete it first.")
-            tmp = f"{_TMP_PREFIX}{secrets.token_hex(8)}"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+            tmp, fd = temps.create_locked(dir_fd)
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
                     fh.flush()
                     os.fsync(fh.fileno())
-                # rename() replaces whatever name is there (even a symlink planted since the check) and never
-                # follows it, so the write cannot land outside the tree.
-                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                    # rename() replaces whatever name is there (even a symlink planted since the check) and never
+                    # follows it, so the write cannot land outside the tree. It happens while the temp file is
+                    # still open and locked, so another process's sweep never takes it (space/temps.py).
+                    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp, dir_fd=dir_fd)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_harness.addresses import SUPPORTED_READ_FORMS, Address, parse_address
-from mcp_harness.errors import BadRequest, HarnessError
+from mcp_harness.errors import BadRequest, HarnessError, NotFound
 from mcp_harness.space.paths import normalize_memory_path
 from mcp_harness.tools import catalog, threads
 from mcp_harness.tools._unsupported import not_in_this_build
@@ -78,6 +78,9 @@ def read_memory(ctx: VerbContext, address: Address, fmt: str) -> VerbResult:
         try:
             return _listing(ctx, path, fmt)
         except HarnessError:
+            if isinstance(original, NotFound) and "\\" in address.rest:
+                # Likely a name copied from a listing, where unaddressable names are shown escaped.
+                raise NotFound(f"{original.message} {_BACKSLASH_HINT}") from None
             raise original from None
     entry = file.entry
     data: dict[str, Any] = {"path": entry.path, "size": entry.size, "updatedAt": entry.updated_at}
@@ -98,6 +101,14 @@ def read_memory(ctx: VerbContext, address: Address, fmt: str) -> VerbResult:
     return VerbResult(data, file.text)
 
 
+_BACKSLASH_HINT = (
+    "A backslash separates directories in an address; a listing shows a name no address can carry (not UTF-8, or "
+    "with a control character or a backslash) escaped and marked not addressable. Rename such a file with call "
+    "execute, or delete the directory holding it."
+)
+_UNADDRESSABLE_NOTE = "not addressable: rename it with call execute"
+
+
 def _listing(ctx: VerbContext, path: str, fmt: str) -> VerbResult:
     listing = ctx.harness.memory(ctx.agent).list_dir(path)
     files = [e for e in listing.entries if e.type == "file"]
@@ -111,6 +122,11 @@ def _listing(ctx: VerbContext, path: str, fmt: str) -> VerbResult:
             noun = "directory" if len(dirs) == 1 else "directories"
             summary += f" and {len(dirs)} {noun} (read a directory address to see inside)"
         summary += "."
+        if bad := listing.unaddressable:
+            summary += (
+                f" {bad} name{'s' if bad != 1 else ''} cannot be addressed (not UTF-8, or with a control character "
+                "or a backslash) and " + ("is" if bad == 1 else "are") + " shown escaped: rename with call execute."
+            )
     data = {
         "summary": summary,
         "path": path,
@@ -118,9 +134,13 @@ def _listing(ctx: VerbContext, path: str, fmt: str) -> VerbResult:
         "totalBytes": listing.total_bytes,
     }
     lines = [
-        f"- {e.path}/ ({e.entry_count} entr{'y' if e.entry_count == 1 else 'ies'})"
-        if e.type == "dir"
-        else f"- {e.path} ({e.size} bytes)"
+        (
+            f"- {e.path}/ ({e.entry_count} entr{'y' if e.entry_count == 1 else 'ies'}"
+            if e.type == "dir"
+            else f"- {e.path} ({e.size} bytes"
+        )
+        + ("" if e.addressable else f"; {_UNADDRESSABLE_NOTE}")
+        + ")"
         for e in listing.entries
     ]
     return VerbResult.of(data, "\n".join(lines) or None, fmt=fmt)
@@ -156,6 +176,8 @@ def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
         data["metadata"] = definition.metadata
     data["triggers"] = []
     data["memory"] = {"totalFiles": summary_top.total_files, "topLevel": summary_top.top_level}
+    if summary_top.unaddressable:
+        data["memory"]["unaddressableFiles"] = summary_top.unaddressable
     data["sessionCount"] = count
     data["guidance"] = [
         "Your memory (~/memory/) is yours to read and write freely; writes replace whole files.",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from mcp_harness.errors import BadRequest, Upstream
-from mcp_harness.space.paths import normalize_memory_path
+from mcp_harness.space.paths import TMP_PREFIX, normalize_memory_path
 from mcp_harness.web.reader import ContentType
 
 if TYPE_CHECKING:
@@ -28,12 +28,19 @@ _PREFERRED_EXT = {
     "application/xml": ".xml",
 }
 _HAS_EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+# What a memory path refuses in a name (space/paths.py), replaced here so a URL's odd name cannot fail the download.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\\\\/]")
+_NAME_BYTES = 128
 
 
 def _file_name(url: str) -> str:
     segment = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
-    name = unquote(segment).replace("\\", "-").replace("/", "-").replace("..", "-").strip()
-    name = name[:128]
+    # unquote() decodes bytes that are not UTF-8 to U+FFFD, so the name is always valid UTF-8.
+    name = _UNSAFE.sub("-", unquote(segment)).replace("..", "-").strip()
+    if name.startswith(TMP_PREFIX):
+        name = "download" + name  # the temp prefix is reserved; this keeps the rest of the name
+    # Cut by bytes, not characters: 128 four-byte characters would pass a character cut and fail the name limit.
+    name = name.encode("utf-8")[:_NAME_BYTES].decode("utf-8", "ignore").strip()
     return name if name and name not in (".", "-") else f"download-{int(time.time() * 1000)}"
 
 
