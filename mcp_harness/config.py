@@ -1,7 +1,7 @@
 """Settings: a TOML file, then `MCP_HARNESS_*` environment variables, then command-line flags, validated once.
 
-Every setting is documented in `config.example.toml`; a key this model does not know is refused with the list of
-known keys, so a typo never silently falls back to a default.
+Every setting is documented in `config.example.toml` (shipped in the package, next to this module); a key this
+model does not know is refused with the list of known keys, so a typo never silently falls back to a default.
 """
 
 from __future__ import annotations
@@ -28,9 +28,12 @@ class AgentSettings(BaseModel):
     name: str = "assistant"
     system_prompt: str = "You are a careful assistant. Keep notes in your memory and check your work."
     model_provider: str = "scripted"
-    model: str = "scripted"
+    model: str | None = None
+    """Unset: the provider's default model (`model` of its declaration; `scripted` for the built-in one)."""
     reasoning_level: str | None = None
     tools: list[str] | None = None
+    signing_keys: list[str] = Field(default_factory=list)
+    """Signing identities the agent may publish as, by label, account id or secret name (`identity list`)."""
 
 
 class TokenSettings(BaseModel):
@@ -188,36 +191,95 @@ def _put(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     data[path[-1]] = value
 
 
-def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
-    """Build settings from the file (or `MCP_HARNESS_CONFIG`), the environment, then `overrides` (flags).
+CONFIG_ENV = "MCP_HARNESS_CONFIG"
+EXAMPLE_CONFIG = Path(__file__).with_name("config.example.toml")
+"""The documented example, shipped inside the package so every install has it (`mcp-harness config init`)."""
+
+
+def default_config_path() -> Path:
+    """Where the CLI and the server both look for a config when none is named:
+    `$XDG_CONFIG_HOME/mcp-harness/config.toml`, else `~/.config/mcp-harness/config.toml`."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "mcp-harness" / "config.toml"
+
+
+def config_location(config_file: Path | None = None) -> tuple[Path, str]:
+    """The config file settings come from and who named it: `flag` (--config), `env` (MCP_HARNESS_CONFIG) or
+    `default` (the default path, read only when it exists)."""
+    if config_file is not None:
+        return config_file, "flag"
+    if os.environ.get(CONFIG_ENV):
+        return Path(os.environ[CONFIG_ENV]), "env"
+    return default_config_path(), "default"
+
+
+def example_hint() -> str:
+    """Where a user finds every setting documented: the packaged example, and the copy `config init` writes."""
+    return f"See {EXAMPLE_CONFIG} for every setting (`mcp-harness config init` copies it to {default_config_path()})"
+
+
+def _file_layer(config_file: Path | None) -> tuple[dict[str, Any], Path | None]:
+    path, origin = config_location(config_file)
+    if origin == "default" and not path.is_file():
+        return {}, None  # the default path is optional; a file the user named must exist
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")), path
+    except OSError as exc:
+        raise BadRequest(f"Cannot read config file {path}: {exc.strerror}.") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise BadRequest(f"Config file {path} is not valid TOML: {exc}.") from exc
+
+
+def _env_values() -> list[tuple[tuple[str, ...], Any]]:
+    return [(target, os.environ[name]) for name, target in _ENV.items() if os.environ.get(name)]
+
+
+def _leaves(data: dict[str, Any], prefix: str = "") -> list[str]:
+    keys: list[str] = []
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        keys += _leaves(value, dotted + ".") if isinstance(value, dict) and value else [dotted]  # pyright: ignore
+    return keys
+
+
+def settings_with_sources(
+    config_file: Path | None = None, **overrides: Any
+) -> tuple[Settings, dict[str, str], Path | None]:
+    """The settings, where each key given explicitly came from (`file`, `env` or `flag`; any other is a default),
+    and the config file read (None when there is none).
 
     Raises:
         BadRequest: the file is unreadable or invalid, or a value fails validation.
     """
-    data: dict[str, Any] = {}
-    path = config_file or (Path(os.environ["MCP_HARNESS_CONFIG"]) if os.environ.get("MCP_HARNESS_CONFIG") else None)
-    if path is not None:
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise BadRequest(f"Cannot read config file {path}: {exc.strerror}.") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise BadRequest(f"Config file {path} is not valid TOML: {exc}.") from exc
-    for name, target in _ENV.items():
-        value = os.environ.get(name)
-        if value:
-            _put(data, target, value)
+    data, path = _file_layer(config_file)
+    sources = dict.fromkeys(_leaves(data), "file")
+    for target, value in _env_values():
+        _put(data, target, value)
+        sources[".".join(target)] = "env"
     env_tokens = [t.strip() for t in os.environ.get(TOKENS_ENV, "").split(",") if t.strip()]
     if env_tokens:
         http = data.setdefault("http", {})
         http["tokens"] = [*http.get("tokens", []), *({"hash": token_hash(t), "label": "env"} for t in env_tokens)]
+        sources["http.tokens"] = "env"
     for key, value in overrides.items():
         if value is not None:
             _put(data, tuple(key.split(".")), value)
+            sources.update(dict.fromkeys(_leaves({key: value}) if isinstance(value, dict) else [key], "flag"))
     try:
-        return Settings.model_validate(data)
+        return Settings.model_validate(data), sources, path
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors(include_url=False)
         )
-        raise BadRequest(f"Invalid configuration: {problems}. See config.example.toml for every setting.") from exc
+        where = f" in {path}" if path is not None else ""
+        raise BadRequest(f"Invalid configuration{where}: {problems}. {example_hint()}.") from exc
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from the config file (`config_file`, else `MCP_HARNESS_CONFIG`, else the default path when it
+    exists), the environment, then `overrides` (flags).
+
+    Raises:
+        BadRequest: the file is unreadable or invalid, or a value fails validation.
+    """
+    return settings_with_sources(config_file, **overrides)[0]

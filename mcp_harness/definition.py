@@ -82,6 +82,18 @@ class AgentDefinition:
         return normalize_definition(cbor2.loads(data))
 
 
+AGENT_NAME_RULE = "1-64 of a-z 0-9 _ -, starting with a letter or digit"
+_AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+
+def check_agent_name(name: str) -> str:
+    """A name a new or renamed agent may take: a shell- and TOML-safe slug, since it is typed in commands and
+    config. Never checked on load, so an agent named before this rule keeps working. Raises BadRequest."""
+    if not _AGENT_NAME.fullmatch(name):
+        raise BadRequest(f"Agent name {name!r} is invalid: use {AGENT_NAME_RULE} (e.g. 'researcher', 'gpt-5').")
+    return name
+
+
 def _bounded(value: object, label: str, limit: int) -> str:
     if not isinstance(value, str):
         raise BadRequest(f"{label} must be a string.")

@@ -8,9 +8,11 @@ both granted and offered by this host (the sandbox for `execute`, an engine for 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcp_harness.tools.contracts import CALLABLES, callable_alias
+from mcp_harness.errors import BadRequest
+from mcp_harness.tools.contracts import CALLABLE_ALIASES, CALLABLES, callable_alias
 
 if TYPE_CHECKING:
     from mcp_harness.definition import AgentDefinition
@@ -47,3 +49,26 @@ def may(harness: Harness, definition: AgentDefinition, capability: Capability) -
 def effective_grants(harness: Harness, definition: AgentDefinition) -> dict[str, Any]:
     """What `~/self` shows: the usable callables and whether the agent may publish."""
     return {"callableTools": callable_set(harness, definition), "publish": granted(definition, "publish")}
+
+
+def check_grant_names(tools: Iterable[str] | None, authored: Iterable[str] = ()) -> None:
+    """Every grant must name something: a builtin callable, `publish`, a legacy alias of either, or one of the
+    agent's authored tools. Checked when a definition is created or changed, never on load, so a stored grant a
+    later version dropped does not lock its agent out.
+
+    Raises:
+        BadRequest: listing the unknown names and every accepted one.
+    """
+    if tools is None:
+        return
+    authored = sorted(set(authored))
+    known = {*CALLABLES, *CALLABLE_ALIASES, *LEGACY_PUBLISH_NAMES, *authored}
+    unknown = [t for t in dict.fromkeys(tools) if t not in known]
+    if unknown:
+        legacy = sorted({*CALLABLE_ALIASES, *LEGACY_PUBLISH_NAMES} - {"publish"})
+        mine = f"; this agent's tools: {', '.join(authored)}" if authored else ""
+        noun = "grants" if len(unknown) > 1 else "grant"
+        raise BadRequest(
+            f"Unknown tool {noun}: {', '.join(unknown)}. Accepted: {', '.join(CALLABLES)}, publish "
+            f"(legacy aliases: {', '.join(legacy)}){mine}."
+        )

@@ -8,8 +8,15 @@ from pathlib import Path
 import pytest
 
 from mcp_harness.cli import main
-from mcp_harness.config import load_settings
+from mcp_harness.config import EXAMPLE_CONFIG, load_settings
 from mcp_harness.harness import Harness
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The developer's own ~/.config/mcp-harness/config.toml must not leak into these tests."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("MCP_HARNESS_CONFIG", raising=False)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -45,7 +52,7 @@ def test_agent_lifecycle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert [a["definition"]["name"] for a in agents] == ["researcher"]
     assert agents[0]["definition"]["tools"] == ["search", "publish"]
     code, out, _ = run(capsys, "agent", "show", "researcher", "--data-dir", d)
-    assert "reasoningLevel: high" in out and "sessions: 0" in out
+    assert "reasoning level: high" in out and "sessions: 0" in out
     code, out, _ = run(capsys, "agent", "update", "researcher", "--data-dir", d, "--rename", "scout", "--tools", "")
     assert code == 0 and out == "Updated agent scout.\n"
     code, out, _ = run(capsys, "agent", "show", "scout", "--data-dir", d, "--json")
@@ -53,11 +60,11 @@ def test_agent_lifecycle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     code, _, err = run(capsys, "agent", "update", "scout", "--data-dir", d, "--reasoning-level", "huge")
     assert code == 2 and "Reasoning level is invalid" in err
     code, _, err = run(capsys, "agent", "create", "scout", "--data-dir", d)
-    assert code == 2 and "already exists" in err
+    assert code == 4 and "already exists" in err
     code, out, _ = run(capsys, "agent", "delete", "scout", "--data-dir", d)
     assert out == "Deleted agent scout.\n"
     code, _, err = run(capsys, "agent", "show", "scout", "--data-dir", d)
-    assert code == 2 and "No agent named 'scout'" in err
+    assert code == 3 and "No agent named 'scout'" in err
 
 
 def test_sessions_and_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -77,13 +84,22 @@ def test_sessions_and_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert [line.split("\t")[0] for line in lines] == ["user", "agent", "agent"]
     assert lines[0].endswith("**user**: hello") and lines[2].endswith("← tool result read: You are x.")
     code, out, _ = run(capsys, "log", s.id, "--data-dir", str(tmp_path), "--json")
-    assert [json.loads(line)["type"] for line in out.splitlines()] == ["message", "tool_call", "tool_result"]
+    assert [e["type"] for e in json.loads(out)] == ["message", "tool_call", "tool_result"], "one JSON array"
+    code, out, _ = run(capsys, "sessions", "--data-dir", str(tmp_path), "--json")
+    assert [r["title"] for r in json.loads(out)] == ["Planning"]
     code, _, err = run(capsys, "log", "nope", "--data-dir", str(tmp_path))
-    assert code == 2 and "No thread nope" in err
+    assert code == 3 and "No thread nope" in err
 
 
 def test_bad_config_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text("[agent]\nnmae = 'typo'\n", encoding="utf-8")
     code, _, err = run(capsys, "sessions", "--config", str(cfg), "--data-dir", str(tmp_path))
-    assert code == 2 and "agent.nmae" in err and "config.example.toml" in err
+    assert code == 2 and "agent.nmae" in err and str(EXAMPLE_CONFIG) in err and EXAMPLE_CONFIG.is_file()
+
+
+def test_the_packaged_example_config_is_the_documented_one_and_loads() -> None:
+    root = Path(__file__).resolve().parent.parent / "config.example.toml"
+    assert EXAMPLE_CONFIG.read_bytes() == root.read_bytes(), "edit config.example.toml, then copy it into mcp_harness/"
+    settings = load_settings(EXAMPLE_CONFIG)
+    assert settings.agent.name == "assistant" and settings.agent.model is None

@@ -52,6 +52,8 @@ SECRET_VALUE = b"sk-test-7f3a9c1e5b2d4f608a1c3e5b7d9f0a2c"
 @pytest.fixture(autouse=True)
 def no_env_master_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MASTER_KEY_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/nonexistent/mcp-harness-tests")  # the developer's config stays out
+    monkeypatch.delenv("MCP_HARNESS_CONFIG", raising=False)
 
 
 def forms(secret: bytes) -> list[bytes]:
@@ -482,7 +484,7 @@ def test_cli_secret_set_list_delete(cli: Any, tmp_path: Path, monkeypatch: pytes
         h.close()
     assert cli("secret", "delete", "typed")[:2] == (0, "Deleted secret typed.\n")
     code, _, err = cli("secret", "delete", "typed")
-    assert code == 2 and "No secret named 'typed'" in err
+    assert code == 3 and "No secret named 'typed'" in err
 
 
 def test_cli_secret_set_never_takes_the_value_from_argv(cli: Any) -> None:
@@ -506,7 +508,7 @@ def test_cli_identity_lifecycle(cli: Any, tmp_path: Path) -> None:
     code, out, _ = cli("identity", "import", "--label", "Vector", "--file", str(seed_file))
     assert code == 0 and out == f"Imported signing identity 'Vector': {VECTOR_ACCOUNT} (secret {VECTOR_NAME}).\n"
     code, _, err = cli("identity", "import", "--label", "Again", stdin=VECTOR_SEED.hex().encode() + b"\n")
-    assert code == 2 and f"already on the server ({VECTOR_ACCOUNT})" in err
+    assert code == 4 and f"already on the server ({VECTOR_ACCOUNT})" in err
     code, _, err = cli("identity", "import", stdin=b"not a seed")
     assert code == 2 and "64 hex characters" in err
     code, out, _ = cli("identity", "list")
@@ -514,11 +516,12 @@ def test_cli_identity_lifecycle(cli: Any, tmp_path: Path) -> None:
     assert VECTOR_SEED.hex() not in out
     code, out, _ = cli("identity", "update", VECTOR_ACCOUNT, "--label", "Renamed", "--json")
     assert code == 0 and json.loads(out)["label"] == "Renamed"
-    assert cli("identity", "delete", created["name"])[:2] == (0, f"Deleted signing identity {created['name']}.\n")
+    deleted = f"Deleted signing identity 'Fresh' ({created['accountId']}, secret {created['name']}).\n"
+    assert cli("identity", "delete", created["name"])[:2] == (0, deleted)
     code, out, _ = cli("identity", "list", "--json")
     assert [i["label"] for i in json.loads(out)] == ["Renamed"]
     code, _, err = cli("identity", "delete", created["name"])
-    assert code == 2 and "No signing identity" in err
+    assert code == 3 and "No signing identity" in err
 
 
 def test_cli_identity_import_reads_a_base64_seed_from_stdin(cli: Any) -> None:
@@ -526,6 +529,6 @@ def test_cli_identity_import_reads_a_base64_seed_from_stdin(cli: Any) -> None:
     assert code == 0 and f"'Agent account {VECTOR_ACCOUNT[:10]}'" in out
 
 
-def test_cli_reports_refusals_on_stderr_with_exit_code_2(cli: Any) -> None:
+def test_cli_reports_refusals_on_stderr_with_the_not_found_exit_code(cli: Any) -> None:
     code, _, err = cli("identity", "update", "hm-account-nothing", "--label", "x")
-    assert code == 2 and err.startswith("mcp-harness: No signing identity 'hm-account-nothing'")
+    assert code == 3 and err.startswith("mcp-harness: No signing identity 'hm-account-nothing'")

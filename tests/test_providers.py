@@ -27,6 +27,7 @@ def _no_ambient_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENROUTER_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("MCP_HARNESS_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/nonexistent/mcp-harness-tests")  # nor the developer's config file
 
 
 def open_harness(data_dir: Path, **providers: dict[str, Any]) -> Harness:
@@ -318,7 +319,7 @@ def test_the_cli_adds_lists_and_deletes_without_ever_printing_the_key(
     finally:
         h.close()
     code, _, err = run(capsys, "provider", "delete", "oai", "--data-dir", d)
-    assert code == 2 and "No stored provider named 'oai'" in err
+    assert code == 3 and "No stored provider named 'oai'" in err
 
 
 def test_the_cli_prompts_for_a_key_and_refuses_an_empty_stdin(

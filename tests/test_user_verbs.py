@@ -71,7 +71,7 @@ def test_invoke_refuses_delegate_plan_and_busy_sessions(data_dir: Path, capsys: 
     assert "delegation is a conversational ask; message the agent instead" in capsys.readouterr().err
     assert _run(data_dir, "plan", "--session", session.id, "--args", '{"steps": []}') == 2
     assert "verb must be read, write, or call" in capsys.readouterr().err
-    assert _run(data_dir, "read", "--session", "no-such", "--address", "~/self") == 2
+    assert _run(data_dir, "read", "--session", "no-such", "--address", "~/self") == 3  # not found
     assert "No thread no-such" in capsys.readouterr().err
     with harness.db.transaction() as conn:
         conn.execute(
@@ -79,7 +79,7 @@ def test_invoke_refuses_delegate_plan_and_busy_sessions(data_dir: Path, capsys: 
             "created_at, updated_at) VALUES ('r1', ?, 'r1', 'agent', ?, ?, 'user', 'turn', 'running', 0, 0)",
             (harness.account_id, agent.id, session.id),
         )
-    assert _run(data_dir, "read", "--session", session.id, "--address", "~/self") == 2
+    assert _run(data_dir, "read", "--session", session.id, "--address", "~/self") == 4  # refused: busy
     assert "The agent is working in this thread right now" in capsys.readouterr().err
     assert harness.sessions.events(session.id) == [], "refusals happen before anything is logged"
     with harness.db.transaction() as conn:

@@ -7,17 +7,25 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from mcp_harness import __version__
-from mcp_harness.cli import agents, doctor, identity, invoke, provider, secret, serve, token
+from mcp_harness.cli import agents, config, doctor, identity, invoke, provider, secret, serve, sessions, token
+from mcp_harness.cli._common import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, exit_code
 from mcp_harness.errors import HarnessError
 
-GROUPS = (serve, agents, invoke, token, provider, secret, identity, doctor)
+GROUPS = (serve, agents, sessions, invoke, token, provider, secret, identity, config, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcp-harness", description="An agent harness as an MCP server: five verbs.")
+    parser = argparse.ArgumentParser(
+        prog="mcp-harness",
+        description="An agent harness as an MCP server: five verbs. Results go to stdout, messages to stderr; "
+        "--json prints one JSON document (an array for lists, an object for one thing).",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"mcp-harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for group in GROUPS:
@@ -25,14 +33,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_stdout() -> None:
+    # The reader went away (`| head -1`): point fd 1 at /dev/null so the interpreter's final flush cannot raise
+    # BrokenPipeError again and print a traceback on the way out.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout has no descriptor (captured in a test): nothing will flush to a closed pipe
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `mcp-harness` console script."""
+    """Entry point of the `mcp-harness` console script; returns the exit code `mcp-harness --help` documents."""
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    args = build_parser().parse_args(argv)
     try:
-        return args.handler(args, sys.stdout)
-    except HarnessError as exc:
-        print(f"mcp-harness: {exc.message}", file=sys.stderr)
-        return 2
+        args = build_parser().parse_args(argv)
+        try:
+            code = args.handler(args, sys.stdout)
+        except HarnessError as exc:
+            print(f"mcp-harness: {exc.message}", file=sys.stderr)
+            return exit_code(exc)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return 130

@@ -7,13 +7,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mcp_harness.cli._common import common_flags, settings_of
+from mcp_harness.cli._common import command_flags, emit, settings_of
 
 
 def register(sub: Any) -> None:
     doctor = sub.add_parser("doctor", help="check the code sandbox (bubblewrap), its runtimes and the data dir")
     doctor.set_defaults(handler=_doctor_command)
-    common_flags(doctor)
+    command_flags(doctor)
 
 
 def _data_dir_state(path: Path) -> tuple[bool, str]:
@@ -49,12 +49,10 @@ def _doctor_command(args: argparse.Namespace, out: Any) -> int:
     settings = settings_of(args)
     sandbox = Sandbox(settings.sandbox)
     probe = sandbox.check()
-    good = True
+    checks: list[dict[str, Any]] = []
 
     def line(ok: bool | None, label: str, text: str) -> None:
-        nonlocal good
-        good = good and ok is not False
-        print(f"[{'ok' if ok else '--' if ok is None else '!!'}] {label}: {text}", file=out)
+        checks.append({"check": label, "ok": ok, "detail": text})
 
     layout = probe.layout
     if layout is None:
@@ -81,5 +79,8 @@ def _doctor_command(args: argparse.Namespace, out: Any) -> int:
     line(*_monty_state())
     writable, state = _data_dir_state(settings.data_dir)
     line(writable, "data dir", f"{settings.data_dir} ({state})")
-    print("All good." if good else "Some checks failed; see the lines marked [!!].", file=out)
+    good = all(c["ok"] is not False for c in checks)
+    lines = [f"[{'ok' if c['ok'] else '--' if c['ok'] is None else '!!'}] {c['check']}: {c['detail']}" for c in checks]
+    lines.append("All good." if good else "Some checks failed; see the lines marked [!!].")
+    emit(out, args, {"ok": good, "checks": checks}, "\n".join(lines))
     return 0 if good else 1

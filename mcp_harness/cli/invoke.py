@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp_harness.cli._common import common_flags, opened
+from mcp_harness.cli._common import EXIT_FAILURE, common_flags, opened
 from mcp_harness.errors import BadRequest
 
 
@@ -91,7 +91,7 @@ def _invoke_command(args: argparse.Namespace, out: Any) -> int:
         result, error = anyio.run(invoke_as_user, harness, args.session, args.verb, arguments)
     if error is not None:
         print(f"mcp-harness: {args.verb} failed: {error.message}", file=sys.stderr)
-        return 1
+        return EXIT_FAILURE  # the verb ran and answered with an error (logged in the thread)
     assert result is not None
     print(json.dumps(result.data, indent=2, ensure_ascii=False) if args.json else result.text, file=out)
     return 0

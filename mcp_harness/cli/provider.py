@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from mcp_harness.cli._common import common_flags, opened
+from mcp_harness.cli._common import command_flags, emit, opened
 from mcp_harness.errors import BadRequest, NotFound
 from mcp_harness.models.catalog import TYPES
 from mcp_harness.models.providers import MAX_KEY_BYTES
@@ -35,19 +34,17 @@ def register(sub: Any) -> None:
     key.add_argument("--api-key-prompt", action="store_true", help="ask for the key (hidden input) and seal it")
     key.add_argument("--api-key-secret", metavar="SECRET", help="take the key from this existing sealed secret")
     add.add_argument("--file", type=Path, help="scripted: a JSON file of canned replies")
-    common_flags(add)
-    add.add_argument("--json", action="store_true", help="print JSON")
+    command_flags(add)
 
     listing = provider_sub.add_parser("list", help="list providers with their URL and key source (never the key)")
     listing.set_defaults(handler=_list)
-    common_flags(listing)
-    listing.add_argument("--json", action="store_true", help="print JSON")
+    command_flags(listing)
 
     delete = provider_sub.add_parser("delete", help="delete a stored provider and its sealed key")
     delete.set_defaults(handler=_delete)
     delete.add_argument("name")
-    common_flags(delete)
-    delete.add_argument("--json", action="store_true", help="print JSON")
+    delete.add_argument("--force", action="store_true", help="delete it even while agents name it")
+    command_flags(delete)
 
 
 def _read_key(args: argparse.Namespace) -> bytes | None:
@@ -78,38 +75,32 @@ def _add(args: argparse.Namespace, out: Any) -> int:
             file=args.file,
         )
         source = providers.key_source(provider)
-        if args.json:
-            print(json.dumps({**provider.to_json(), "key": source.describe()}, indent=2), file=out)
-        else:
-            url = f" at {provider.base_url}" if provider.base_url else ""
-            print(f"Added provider {provider.name} ({provider.type}{url}); key: {source.describe()}.", file=out)
-    return 0
+    url = f" at {provider.base_url}" if provider.base_url else ""
+    model = f", default model {provider.model}" if provider.model else ""
+    text = f"Added provider {provider.name} ({provider.type}{url}{model}); key: {source.describe()}."
+    return emit(out, args, {**provider.to_json(), "key": source.describe()}, text)
 
 
 def _list(args: argparse.Namespace, out: Any) -> int:
     with opened(args) as harness:
         providers = harness.providers
         rows = [(p, providers.key_source(p).describe()) for p in providers.list()]
-    if args.json:
-        print(json.dumps([{**p.to_json(), "key": key} for p, key in rows], indent=2), file=out)
-        return 0
+    lines = []
     for p, key in rows:
         model = f"\tmodel {p.model}" if p.model else ""
         where = p.base_url or (str(p.file) if p.file else "-")
-        print(f"{p.name}\t{p.type}\t{p.source}\t{where}\tkey: {key}{model}", file=out)
-    return 0
+        lines.append(f"{p.name}\t{p.type}\t{p.source}\t{where}\tkey: {key}{model}")
+    return emit(out, args, [{**p.to_json(), "key": key} for p, key in rows], "\n".join(lines))
 
 
 def _delete(args: argparse.Namespace, out: Any) -> int:
     with opened(args) as harness:
         providers = harness.providers
-        deleted = providers.delete(args.name)
+        users = providers.users(args.name)
+        deleted = providers.delete(args.name, force=args.force)
         still = providers.get(args.name) if deleted else None
     if not deleted:
         raise NotFound(f"No stored provider named {args.name!r}. `mcp-harness provider list` shows them.")
-    if args.json:
-        print(json.dumps({"deleted": args.name}), file=out)
-    else:
-        shadow = f" [providers.{args.name}] in the config still defines it." if still is not None else ""
-        print(f"Deleted provider {args.name}.{shadow}", file=out)
-    return 0
+    shadow = f" [providers.{args.name}] in the config still defines it." if still is not None else ""
+    stranded = f" Now naming a missing provider: {', '.join(users)}." if users and still is None else ""
+    return emit(out, args, {"deleted": args.name, "agents": users}, f"Deleted provider {args.name}.{shadow}{stranded}")

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from mcp_harness.cli._common import common_flags, fmt_time, opened
+from mcp_harness.cli._common import command_flags, emit, fmt_time, opened
 from mcp_harness.errors import BadRequest, NotFound
 
 
@@ -32,7 +32,6 @@ def register(sub: Any) -> None:
 
     listing = secret_sub.add_parser("list", help="list secrets: name, kind, metadata, times; never values")
     listing.add_argument("--kind", help="only secrets of this kind")
-    listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_list)
 
     delete = secret_sub.add_parser("delete", help="delete a secret")
@@ -40,7 +39,7 @@ def register(sub: Any) -> None:
     delete.set_defaults(handler=_delete)
 
     for parser in (put, listing, delete):
-        common_flags(parser)
+        command_flags(parser)
 
 
 def read_hidden(prompt: str) -> bytes:
@@ -73,8 +72,7 @@ def _set(args: argparse.Namespace, out: Any) -> int:
         raise BadRequest(f"No value for secret {args.name!r}: pipe it on stdin or type it at the prompt.")
     with opened(args) as harness:
         record = harness.secrets.set(harness.account_id, args.name, value, kind=args.kind)
-    print(f"Stored secret {record.name} ({record.kind}).", file=out)
-    return 0
+    return emit(out, args, record.to_json(), f"Stored secret {record.name} ({record.kind}).")
 
 
 def _list(args: argparse.Namespace, out: Any) -> int:
@@ -95,5 +93,4 @@ def _delete(args: argparse.Namespace, out: Any) -> int:
     with opened(args) as harness:
         if not harness.secrets.delete(harness.account_id, args.name):
             raise NotFound(f"No secret named {args.name!r}. `mcp-harness secret list` shows them.")
-    print(f"Deleted secret {args.name}.", file=out)
-    return 0
+    return emit(out, args, {"deleted": args.name}, f"Deleted secret {args.name}.")

@@ -4,7 +4,8 @@ An identity is a sealed secret of kind `hm-account-key` holding the 32-byte seed
 `hm-account-<first 16 characters of the account id>`, with metadata `{kind, accountId, label, generatedBy |
 importedBy}`. The label is the human name the account will publish as its profile name; publishing a profile (and the
 reference's home document) arrives with the hypermedia node, so for now create and import publish nothing and need no
-network. Agents name identities by secret name in `signingKey` / `signingKeys`.
+network. Agents name identities by secret name in `signingKey` / `signingKeys` (the CLI and `[agent] signing_keys`
+accept a label or account id too and store the secret name).
 
 Functions here block (SQLite, the key file); call them off the event loop.
 """
@@ -147,16 +148,31 @@ def list_identities(harness: Harness) -> list[Identity]:
     return [_identity(r) for r in sorted(records, key=lambda r: (r.created_at, r.name), reverse=True)]
 
 
-def _resolve(harness: Harness, name_or_account: str) -> SecretRecord:
-    """The identity a secret name or an account id names (404 otherwise)."""
-    name = name_or_account if name_or_account.startswith(SECRET_PREFIX) else secret_name_for(name_or_account)
+def _resolve(harness: Harness, ref: str) -> SecretRecord:
+    """The identity a secret name, an account id or a label names (404 otherwise; 400 when a label is shared)."""
+    name = ref if ref.startswith(SECRET_PREFIX) else secret_name_for(ref)
     record = harness.secrets.find(harness.account_id, name)
-    if record is not None and not name_or_account.startswith(SECRET_PREFIX):
-        if record.metadata.get("accountId") != name_or_account:
-            record = None  # only the first 16 characters matched
-    if record is None or record.kind != IDENTITY_KIND:
-        raise NotFound(f"No signing identity {name_or_account!r}. {_existing(harness)}")
-    return record
+    if record is not None and not ref.startswith(SECRET_PREFIX) and record.metadata.get("accountId") != ref:
+        record = None  # only the first 16 characters matched
+    if record is not None and record.kind == IDENTITY_KIND:
+        return record
+    records = [r for r in harness.secrets.list(harness.account_id, kind=IDENTITY_KIND) if _identity(r).label == ref]
+    if len(records) > 1:
+        named = ", ".join(f"{r.name} ({r.metadata.get('accountId')})" for r in records)
+        raise BadRequest(f"{len(records)} signing identities are labelled {ref!r}: {named}. Name one by account id.")
+    if not records:
+        raise NotFound(f"No signing identity {ref!r} (by label, account id or secret name). {_existing(harness)}")
+    return records[0]
+
+
+def resolve_identity(harness: Harness, ref: str) -> Identity:
+    """The identity `ref` names: its secret name (`hm-account-…`), its account id (`z6Mk…`) or its label.
+
+    Raises:
+        NotFound: nothing matches.
+        BadRequest: several identities share that label.
+    """
+    return _identity(_resolve(harness, ref))
 
 
 def update_identity(harness: Harness, name_or_account: str, label: str | None) -> Identity:
@@ -254,6 +270,7 @@ __all__ = [
     "list_identities",
     "load_keypair",
     "parse_seed",
+    "resolve_identity",
     "secret_name_for",
     "update_identity",
 ]

@@ -99,6 +99,14 @@ class ProviderRegistry:
         row = self._store.get(self._account, name)
         return None if row is None else _from_row(row)
 
+    def default_model(self, name: str) -> str | None:
+        """The model of an agent naming this provider without one: its `model`, else for scripted and sampling
+        (which take any) the type's name; None when there is neither."""
+        provider = self.get(name)
+        return (
+            None if provider is None else provider.model or (provider.type if provider.type in BUILTIN_TYPES else None)
+        )
+
     def require(self, name: str) -> Provider:
         """The named provider, for an agent definition or a run.
 
@@ -157,7 +165,7 @@ class ProviderRegistry:
             file=file,
         )
         if key is not None and not kind.takes_key:
-            raise BadRequest(f"{where}: a {kind.type} provider takes no API key.")
+            raise BadRequest(f"{where}: the {kind.type} type takes no API key.")
         options: dict[str, Any] = {}
         if file is not None:
             options["file"] = str(file)
@@ -186,11 +194,17 @@ class ProviderRegistry:
         assert provider is not None
         return provider
 
-    def delete(self, name: str) -> bool:
+    def users(self, name: str) -> list[str]:
+        """Names of the account's agents whose model provider is `name`."""
+        agents = self._harness.agents.list(self._account)
+        return sorted(a.definition.name for a in agents if a.definition.model_provider == name)
+
+    def delete(self, name: str, *, force: bool = False) -> bool:
         """Delete a stored provider and the secret `add` sealed for it. False when no such row exists.
 
         Raises:
             BadRequest: the name is built in or declared in the config (and nothing is stored under it).
+            Conflict: agents still name it (unless `force`: they then fail until pointed elsewhere).
         """
         row = self._store.get(self._account, name)
         if row is None:
@@ -199,6 +213,13 @@ class ProviderRegistry:
             if name in self._builtin:
                 raise BadRequest(f"Provider {name!r} is built in and cannot be deleted.")
             return False
+        users = self.users(name)
+        if users and not force and name not in self._config:
+            raise Conflict(
+                f"Provider {name!r} is the model provider of {'agent' if len(users) == 1 else 'agents'} "
+                f"{', '.join(users)}; point {'it' if len(users) == 1 else 'them'} elsewhere "
+                f"(`mcp-harness agent update NAME --model-provider P`) or pass --force to delete it anyway."
+            )
         with self._harness.db.transaction():
             self._store.delete(self._account, name)
             if row.options.get("ownsSecret") and row.api_key_secret:
