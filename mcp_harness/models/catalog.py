@@ -164,15 +164,15 @@ def check_declaration(
     url = normalize_url(base_url, where) if base_url else None
     if kind.pinned_url is not None and url is not None and url != kind.pinned_url:
         raise BadRequest(
-            f"{where}: a {kind.type} provider always uses {kind.pinned_url}, so that its key is never sent "
+            f"{where}: the {kind.type} type always uses {kind.pinned_url}, so that its key is never sent "
             f"elsewhere; drop base_url, or use type 'custom' for an OpenAI-compatible server at {url}."
         )
     if kind.type == "custom" and url is None:
         raise BadRequest(f"{where}: a custom provider needs base_url, the OpenAI-compatible API root (…/v1).")
     if url is not None and kind.pinned_url is None and not kind.takes_url:
-        raise BadRequest(f"{where}: a {kind.type} provider takes no base_url.")
+        raise BadRequest(f"{where}: the {kind.type} type takes no base_url.")
     if not kind.takes_key and (api_key_env or api_key_secret):
-        raise BadRequest(f"{where}: a {kind.type} provider takes no API key.")
+        raise BadRequest(f"{where}: the {kind.type} type takes no API key.")
     if api_key_env is not None and not _ENV_RE.match(api_key_env):
         raise BadRequest(f"{where}: api_key_env {api_key_env!r} is not an environment variable name.")
     if api_key_secret is not None and not _SECRET_RE.match(api_key_secret):

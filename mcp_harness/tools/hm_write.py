@@ -128,7 +128,8 @@ def _signer(ctx: VerbContext, space: str, path: str, wanted: object, mode: str =
     if not identities:
         raise Forbidden(
             "This agent has no signing identity to publish with. The owner creates one (`mcp-harness identity "
-            "create --label NAME`) and lists it in the agent's signingKeys."
+            "create --label NAME`) and gives it to the agent (`mcp-harness agent update AGENT --signing-key NAME`, "
+            "or signing_keys in [agent])."
         )
     choices = ", ".join(f"{i.label} ({i.account_id})" for i in identities)
     if wanted is not None:
