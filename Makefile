@@ -34,13 +34,17 @@ test: $(VENV)/.installed-test $(JS_ORACLE)
 
 # bench/webread.py's reference pipeline (the MCP fetch server's readabilipy + markdownify) and its markdown judge are
 # installed for the bench only, never as dependencies; readabilipy installs its Readability.js half with npm itself.
+# bench/tokens.py's tokenizer, bpe-openai, is a test extra (tests/test_contracts.py holds the same budget) and is named
+# here too; the script npm-installs the reference MCP servers it compares against into the venv. It exits 1 when the
+# verbs' tools/list is over budget, so it runs before the long web-read bench.
 bench: $(VENV)/.installed-test
-	$(BIN)/python -m pip install --quiet readabilipy markdownify lxml markdown-it-py mdit-py-plugins
+	$(BIN)/python -m pip install --quiet readabilipy markdownify lxml markdown-it-py mdit-py-plugins bpe-openai
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/sandbox.py
 	$(BIN)/python bench/delegate.py
 	$(BIN)/python bench/hypermedia.py
+	$(BIN)/python bench/tokens.py
 	$(BIN)/python bench/webread.py
 
 clean:

@@ -78,7 +78,10 @@ def tools_listing(ctx: VerbContext) -> dict[str, Any]:
 
 
 def read_tool(ctx: VerbContext, name: str, fmt: str) -> VerbResult:
-    """A verb's or a visible document's contract; anything else reads as "no tool named …" plus the listing."""
+    """A verb's or a visible document's contract; anything else reads as "no tool named …" plus the listing.
+
+    A verb's contract is the full one: the tools/list description, then its `details` (every address form with its
+    options and limits), then the schemas."""
     spec = VERBS.get(name)
     if spec is not None:
         data: dict[str, Any] = {
@@ -86,6 +89,7 @@ def read_tool(ctx: VerbContext, name: str, fmt: str) -> VerbResult:
             "name": spec.name,
             "kind": "verb",
             "description": spec.description,
+            "details": spec.details,
             "input": spec.input_schema,
             "contract": spec.contract_markdown(),
         }
