@@ -45,6 +45,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/delegate.py
 	$(BIN)/python bench/hypermedia.py
 	$(BIN)/python bench/tokens.py
+	$(BIN)/python bench/memory_listing.py
 	$(BIN)/python bench/webread.py
 
 clean:

@@ -8,7 +8,7 @@ from mcp import Client
 
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server
-from tests.conftest import call
+from tests.conftest import call, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -27,10 +27,11 @@ async def test_concurrent_writers_never_tear_a_file_or_lose_a_write(harness: Har
             async with anyio.create_task_group() as tg:
                 for i in bodies:
                     tg.start_soon(writer, i)
-        shared = (await call(c, "read", {"address": "~/memory/shared.txt"}))["content"]
+        # Pages over 16 KiB come once, in the text block (the structured result says contentInText).
+        shared = text_of(await c.call_tool("read", {"address": "~/memory/shared.txt"}))
         assert shared in bodies.values()  # whole, from exactly one writer
         for i in acknowledged:
-            assert (await call(c, "read", {"address": f"~/memory/own/{i}.txt"}))["content"] == bodies[i]
+            assert text_of(await c.call_tool("read", {"address": f"~/memory/own/{i}.txt"})) == bodies[i]
         listing = await call(c, "read", {"address": "~/memory/own/"})
         assert len(listing["entries"]) == len(bodies)  # no temp files left behind
     assert sorted(acknowledged) == sorted(bodies)

@@ -95,7 +95,7 @@ async def test_symlinks_are_never_followed(client: Client, harness: Harness, tmp
 
 async def test_listing_shapes_and_summaries(client: Client) -> None:
     empty = await call(client, "read", {"address": "~/memory/"})
-    assert empty == {"summary": "Memory root is empty.", "path": "", "entries": [], "totalBytes": 0}
+    assert empty == {"summary": "Memory root is empty.", "path": "", "entries": [], "totalEntries": 0, "totalBytes": 0}
     await call(client, "write", {"address": "~/memory/a.txt", "content": "12345"})
     await call(client, "write", {"address": "~/memory/docs/b.md", "content": "b"})
     await call(client, "write", {"address": "~/memory/docs/c.md", "content": "cc"})

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import base64
+import os
+from pathlib import Path
+from typing import Any
 
 import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from mcp_harness.addresses import memory_uri
 from mcp_harness.harness import Harness
+from mcp_harness.resources import catalog
+from mcp_harness.resources.catalog import encode_cursor
 from mcp_harness.server import build_server
 from tests.conftest import call
 
@@ -80,10 +86,124 @@ async def test_a_missing_resource_is_the_eras_not_found_error(harness: Harness, 
         assert info.value.code == -32602 and "invalid character" in info.value.message
 
 
-@pytest.mark.parametrize("cursor", ["-1", "-100", "abc", "1.5", " 100", "100 ", "+100", "1_00", "0x10", "01", "９"])
-async def test_a_negative_or_malformed_cursor_is_invalid_params(client: Client, cursor: str) -> None:
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+MALFORMED_CURSORS = [
+    *("-1", "-100", "abc", "1.5", " 100", "100 ", "+100", "1_00", "0x10", "01", "９"),
+    "100",  # the offsets of earlier versions: a cursor now names a path
+    "after:",
+    "after:!!",
+    "after:" + _b64(b"notes.md") + "=",  # padded: not the spelling this server writes
+    "after:" + _b64(b"../etc/passwd"),
+    "after:" + _b64(b"a//b.md"),  # not a normalized path
+    "after:" + _b64(b"\xff\xfe"),  # not UTF-8
+    "AFTER:" + _b64(b"notes.md"),
+]
+
+
+@pytest.mark.parametrize("cursor", MALFORMED_CURSORS)
+async def test_a_malformed_cursor_is_invalid_params(client: Client, cursor: str) -> None:
     with pytest.raises(MCPError) as info:
         await client.list_resources(cursor=cursor)
     assert info.value.code == -32602
     assert info.value.message.startswith(f"Invalid cursor {cursor!r}: pass back the nextCursor")
-    assert (await client.list_resources(cursor="100")).resources == []  # past the end is just an empty page
+    past = await client.list_resources(cursor=encode_cursor("zzzz.md"))  # past the end is just an empty page
+    assert (past.resources, past.next_cursor) == ([], None)
+
+
+TRICKY_TREE = [  # plain string order puts "a-b/x" and "a.txt" before "a/x", and "a0" after all of a/
+    "a-b/x",
+    "a.txt",
+    "a/x",
+    "a/y/z.md",
+    "a0",
+    "ab/c/d.txt",
+    "b b/é.txt",
+    "z/" + "/".join(["d"] * 14) + "/deep.txt",  # depth 16: still addressable
+]
+
+
+def _plant(root: Path) -> list[str]:
+    """TRICKY_TREE plus things resources never offer: an empty directory, a symlink, a name no address can carry,
+    and a file too deep to address. Returns the files an address can name, in plain string order."""
+    for rel in TRICKY_TREE:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel, encoding="utf-8")
+    (root / "empty").mkdir()
+    os.symlink(root / "a.txt", root / "link.txt")
+    os.makedirs(root / "z" / "/".join(["d"] * 16))
+    (root / "z" / "/".join(["d"] * 16) / "too-deep.txt").write_text("x")
+    os.mkdir(os.fsencode(root) + b"/bad\xffdir")
+    with open(os.fsencode(root) + b"/bad\xffdir/f.txt", "wb") as fh:
+        fh.write(b"x")
+    return sorted(TRICKY_TREE)
+
+
+async def _all_memory_uris(c: Client, forget: Any = None) -> list[str]:
+    uris: list[str] = []
+    cursor: str | None = None
+    while True:
+        if forget is not None:
+            forget()
+        page = await c.list_resources(cursor=cursor) if cursor else await c.list_resources()
+        uris += [r.uri for r in page.resources if r.uri.startswith("harness://memory/")]
+        cursor = page.next_cursor
+        if cursor is None:
+            return uris
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["one-walk", "resumed-from-cursor"])
+async def test_pages_resume_the_walk_in_path_order(harness: Harness, cached: bool, monkeypatch: Any) -> None:
+    """Every addressable file once, in path order, whether the walk paused in the server continues or the cursor
+    alone resumes it (another process, or the walk evicted)."""
+    root = harness.agent().memory_dir
+    root.mkdir(parents=True, exist_ok=True)
+    expected = _plant(root)
+    monkeypatch.setattr(catalog, "PAGE_SIZE", 3)  # a page boundary between most neighbours
+    store = harness.memory(harness.agent())
+    async with Client(build_server(harness)) as c:
+        got = await _all_memory_uris(c, None if cached else store._walks.clear)  # pyright: ignore[reportPrivateUsage]
+    assert got == [memory_uri(p) for p in expected]
+
+
+async def test_a_cursor_survives_its_file_and_directory_going_away(harness: Harness, monkeypatch: Any) -> None:
+    root = harness.agent().memory_dir
+    root.mkdir(parents=True, exist_ok=True)
+    expected = _plant(root)
+    store = harness.memory(harness.agent())
+    first, cursor = store.files_page(None, 3)
+    assert [e.path for e in first] == expected[:3] and cursor == "a/x"
+    (root / "a" / "x").unlink()
+    store._walks.clear()  # pyright: ignore[reportPrivateUsage]
+    second, _ = store.files_page(cursor, 2)
+    assert [e.path for e in second] == expected[3:5]
+    import shutil
+
+    shutil.rmtree(root / "a")
+    third, last = store.files_page("a/y/z.md", 100)
+    assert [e.path for e in third] == expected[4:] and last is None
+
+
+async def test_paging_through_every_resource_stats_each_file_once(harness: Harness, monkeypatch: Any) -> None:
+    """resources/list used to walk (and stat) the whole tree for every page: O(n²) for the pages of n files."""
+    root = harness.agent().memory_dir
+    for d in range(10):
+        os.makedirs(root / f"d{d}")
+        for f in range(100):
+            (root / f"d{d}" / f"f{f:03}.txt").write_bytes(b"x")
+    stats = [0]
+    real_stat = os.stat
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        stats[0] += 1
+        return real_stat(*args, **kwargs)
+
+    async with Client(build_server(harness)) as c:
+        await c.list_resources()  # the server warms up (agent, sessions) outside the count
+        monkeypatch.setattr(os, "stat", counting)
+        uris = await _all_memory_uris(c)
+        monkeypatch.setattr(os, "stat", real_stat)
+    assert len(uris) == 1000
+    assert stats[0] <= 1100, f"{stats[0]} stats for 1000 files"

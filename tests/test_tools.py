@@ -27,14 +27,17 @@ ECHO_TOOL = {
 }
 
 
-async def test_listing_shows_verbs_granted_builtins_and_authored_tools(client: Client) -> None:
+async def test_listing_shows_verbs_granted_builtins_and_authored_tools(client: Client, harness: Harness) -> None:
     await call(client, "write", {"address": "~/tools/echo", "content": json.dumps(ECHO_TOOL)})
     listing = await call(client, "read", {"address": "~/tools/"})
     assert listing["verbs"] == ["read", "write", "call", "delegate", "plan"]
     assert listing["tools"] == ["echo", "execute"]
     assert listing["summary"] == "5 verbs and 2 callable tools."
     assert "- echo — Echo the input back. (authored)" in listing["markdown"]
-    assert "- execute — Run TypeScript, Python, or shell code" in listing["markdown"]
+    line = next(x for x in listing["markdown"].splitlines() if x.startswith("- execute — Run "))
+    offered = harness.sandbox_runtimes()  # the summary names exactly the runtimes this host offers
+    names = {"ts": "TypeScript", "python": "Python", "shell": "shell"}
+    assert [names[r] in line for r in names] == [r in offered for r in names]
     # search and web_search have no engine in this build, so they are not offered even though they are granted.
     assert "search" not in listing["tools"] and "web_search" not in listing["tools"]
 
@@ -181,3 +184,91 @@ async def test_call_misses_never_punish_the_caller(client: Client) -> None:
     assert any(e.startswith("$.extra: is not allowed") for e in wrong["validationErrors"])
     ts = await call(client, "call", {"tool": "execute", "input": {"runtime": "cobol", "code": "x"}})
     assert any(e.startswith("$.runtime: must be one of") for e in ts["validationErrors"])
+
+
+async def test_a_tool_without_a_runtime_is_saved_in_one_this_host_runs(client: Client, harness: Harness) -> None:
+    """A Python `main` written with no runtime used to be saved as TypeScript, and failed at every call."""
+    body = {"description": "Add two numbers.", "source": "def main(input):\n    return input['a'] + input['b']\n"}
+    await call(client, "write", {"address": "~/tools/add", "content": json.dumps(body)})
+    record = harness.tools.get(harness.agent().id, "add")
+    assert record is not None and record.document.runtime == "python"
+    contract = text_of(await client.call_tool("read", {"address": "~/tools/add"}))
+    assert "· python" in contract and "```python\ndef main(input):" in contract
+    assert (await call(client, "call", {"tool": "add", "input": {"a": 2, "b": 3}}))["result"] == 5
+    ts = {**body, "source": "export default (i) => i.a + i.b", "runtime": "ts"}
+    await call(client, "write", {"address": "~/tools/add_ts", "content": json.dumps(ts)})
+    ts_record = harness.tools.get(harness.agent().id, "add_ts")
+    assert ts_record is not None and ts_record.document.runtime == "typescript"
+    ts_contract = text_of(await client.call_tool("read", {"address": "~/tools/add_ts"}))
+    assert "· typescript" in ts_contract and "```typescript\nexport default" in ts_contract
+
+
+async def test_an_unknown_runtime_is_refused_with_the_accepted_set(client: Client) -> None:
+    for runtime in ("cobol", "py", "Python", 3):
+        body = {**ECHO_TOOL, "runtime": runtime}
+        error = await refused(client, "write", {"address": "~/tools/echo", "content": json.dumps(body)})
+        assert error["status"] == 400
+        assert error["message"] == (
+            f'Tool echo has runtime {json.dumps(runtime)}, which is not a tool runtime. Accepted: "python" (a '
+            'top-level main(input)) or "typescript" (also "ts"; a default export); left out, it is python here.'
+        )
+    listing = await call(client, "read", {"address": "~/tools/"})
+    assert "echo" not in listing["tools"]
+
+
+def test_the_default_runtime_follows_what_the_host_offers() -> None:
+    from mcp_harness.tools.documents import validate_lambda
+
+    body = {"description": "D.", "source": "x"}
+    assert validate_lambda("t1", body, ("ts", "python", "shell")).runtime == "python"
+    assert validate_lambda("t1", body, ("ts", "shell")).runtime == "typescript"
+    assert validate_lambda("t1", body, ()).runtime == "python"
+    assert validate_lambda("t1", body).runtime == "python"
+
+
+async def test_a_crashing_lambda_is_the_tool_failing_not_a_bad_request(client: Client) -> None:
+    """A 400 said the caller's request was wrong (and the CLI exited 2, "usage"); the tool's own code failed."""
+    crash = {**ECHO_TOOL, "source": "def main(input):\n    raise ValueError('boom')\n"}
+    await call(client, "write", {"address": "~/tools/crash", "content": json.dumps(crash)})
+    error = await refused(client, "call", {"tool": "crash", "input": {"x": 1}})
+    assert (error["status"], error["code"]) == (502, "tool_failed")
+    assert error["message"].startswith("Tool crash failed (exit 1).") and "ValueError: boom" in error["message"]
+    liar = {**ECHO_TOOL, "output": {"type": "object", "properties": {"x": {"type": "string"}}}}
+    await call(client, "write", {"address": "~/tools/liar", "content": json.dumps(liar)})
+    error = await refused(client, "call", {"tool": "liar", "input": {"x": 1}})
+    assert (error["status"], error["code"]) == (502, "tool_failed")
+    miss = await call(client, "call", {"tool": "crash", "input": {"x": "one"}})  # the caller's mistake: no error
+    assert miss["summary"].startswith("Input for crash did not match its contract")
+
+
+async def test_self_says_which_granted_tools_this_host_cannot_run(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no bubblewrap on this host
+    agent = harness.agent()
+    harness.agents.update(agent.id, normalize_definition({**agent.definition.to_json(), "tools": ["execute"]}))
+    async with Client(build_server(harness)) as c:
+        me = await call(c, "read", {"address": "~/self"})
+        assert me["grants"] == {"callableTools": [], "publish": False}
+        [execute] = me["unavailableGrants"]
+        assert execute["tool"] == "execute"
+        assert execute["reason"].startswith("granted, but this host cannot run the sandbox: bubblewrap (bwrap) is not")
+        assert execute["reason"].endswith("— run `mcp-harness doctor`.")
+        text = text_of(await c.call_tool("read", {"address": "~/self"}))
+        assert "- execute: granted, but this host cannot run the sandbox: bubblewrap" in text
+
+
+async def test_self_names_a_web_search_grant_without_an_engine(harness: Harness) -> None:
+    agent = harness.agent()
+    raw = {**agent.definition.to_json(), "tools": ["execute", "web_search"]}
+    harness.agents.update(agent.id, normalize_definition(raw))
+    async with Client(build_server(harness)) as c:
+        me = await call(c, "read", {"address": "~/self"})
+    assert me["grants"]["callableTools"] == ["execute"]
+    assert me["unavailableGrants"] == [
+        {
+            "tool": "web_search",
+            "reason": "granted, but this host has no search engine: set [web] searxng_url (a SearXNG instance) in "
+            "the config.",
+        }
+    ]

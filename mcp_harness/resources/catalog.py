@@ -25,8 +25,10 @@ from mcp_harness.tools.contracts import VERBS
 RESOURCE_NOT_FOUND = -32002
 """What a missing resource answers in the handshake era (2025-11-25 and before: "Resource not found: -32002")."""
 PAGE_SIZE = 100
-_CURSOR = re.compile(r"(0|[1-9][0-9]{0,17})")
-"""A cursor is an offset this server wrote: plain decimal digits, no sign, spaces or underscores (which int() takes)."""
+CURSOR_PREFIX = "after:"
+_CURSOR = re.compile(r"after:([A-Za-z0-9_-]+)")
+"""A cursor names the last memory file of the page before, `after:` + its path in unpadded base64url: the walk of
+the tree resumes just after that path (space/walk.py), so a page costs what it lists, not a walk of the tree."""
 
 RESOURCE_TEMPLATES = [
     types.ResourceTemplate(
@@ -104,38 +106,49 @@ def not_found_code(protocol_version: str | None) -> int:
     return RESOURCE_NOT_FOUND
 
 
-def _offset(cursor: str | None) -> int:
+def encode_cursor(path: str) -> str:
+    return CURSOR_PREFIX + base64.urlsafe_b64encode(path.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> str | None:
+    """The memory path a cursor resumes after (None for the first page); -32602 for anything this server would not
+    have written."""
     if not cursor:
-        return 0
-    if not _CURSOR.fullmatch(cursor):
+        return None
+    match = _CURSOR.fullmatch(cursor)
+    path = None
+    if match:
+        body = match.group(1)
+        try:
+            path = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode("utf-8")
+            # Only the canonical spelling of a normalized path: one cursor per position, and no path tricks.
+            if encode_cursor(path) != cursor or normalize_memory_path(path) != path:
+                path = None
+        except (ValueError, HarnessError):
+            path = None
+    if path is None:
         raise MCPError(
             types.INVALID_PARAMS,
             f"Invalid cursor {cursor!r}: pass back the nextCursor of an earlier resources/list page "
-            "(a non-negative offset), or no cursor for the first page.",
+            "(an opaque after:… token), or no cursor for the first page.",
             {"cursor": cursor},
         )
-    return int(cursor)
+    return path
 
 
 def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.ListResourcesResult:
-    """The fixed resources first, then memory files, `PAGE_SIZE` per page.
+    """The fixed resources first, then memory files in path order, `PAGE_SIZE` per page.
 
     Only files an address can name are listed: every resource offered must be readable by resources/read.
     """
-    offset = _offset(cursor)
+    after = decode_cursor(cursor)
     ctx = binding.context_sync(create=False)
-    items = _static(binding)
-    for entry in ctx.harness.memory(ctx.agent).iter_files():
-        if not entry.addressable:
-            continue
-        items.append(
-            types.Resource(
-                name=entry.path, uri=memory_resource_uri(entry.path), mime_type=entry.mime_type, size=entry.size
-            )
-        )
-    page = items[offset : offset + PAGE_SIZE]
-    more = offset + PAGE_SIZE < len(items)
-    return types.ListResourcesResult(resources=page, next_cursor=str(offset + PAGE_SIZE) if more else None)
+    items = _static(binding) if after is None else []
+    files, last = ctx.harness.memory(ctx.agent).files_page(after, max(1, PAGE_SIZE - len(items)))
+    items += [
+        types.Resource(name=e.path, uri=memory_resource_uri(e.path), mime_type=e.mime_type, size=e.size) for e in files
+    ]
+    return types.ListResourcesResult(resources=items, next_cursor=encode_cursor(last) if last is not None else None)
 
 
 def read_resource_sync(

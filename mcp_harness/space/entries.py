@@ -1,10 +1,17 @@
-"""What memory reads and listings return: entries, file contents, listings, the top-level summary."""
+"""What memory reads and listings return: entries, file contents, listings, pages, the top-level summary."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import mimetypes
 import os
+import stat
 from dataclasses import dataclass
+
+from mcp_harness.space.paths import TMP_PREFIX
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 _EXTRA_TYPES = {
     ".md": "text/markdown",
@@ -23,7 +30,15 @@ _EXTRA_TYPES = {
 def mime_for(path: str) -> str | None:
     """The MIME type a file name implies, or None."""
     ext = os.path.splitext(path)[1].lower()
-    return _EXTRA_TYPES.get(ext) or mimetypes.guess_type(path, strict=False)[0]
+    if ext in mimetypes.encodings_map or ext in mimetypes.suffix_map:  # `.tar.gz`: the type is in the suffix before
+        return _EXTRA_TYPES.get(ext) or mimetypes.guess_type(path, strict=False)[0]
+    return _mime_of_extension(ext)
+
+
+@functools.lru_cache(maxsize=512)
+def _mime_of_extension(ext: str) -> str | None:
+    # Cached: a page of 100 resources asked `mimetypes` 100 times, a third of what listing the page cost.
+    return _EXTRA_TYPES.get(ext) or mimetypes.guess_type(f"name{ext}", strict=False)[0]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -40,7 +55,8 @@ class MemoryEntry:
     """Modification time, epoch milliseconds."""
     mime_type: str | None = None
     entry_count: int | None = None
-    """For directories: how many names it holds."""
+    """For directories: how many names it holds (at least this many when `entry_count_capped`)."""
+    entry_count_capped: bool = False
     addressable: bool = True
     """False when no address can name it (a name only sandboxed code could create); `path` is then escaped."""
 
@@ -50,6 +66,8 @@ class MemoryEntry:
             out["mimeType"] = self.mime_type
         if self.entry_count is not None:
             out["entryCount"] = self.entry_count
+        if self.entry_count_capped:
+            out["entryCountAtLeast"] = True
         if not self.addressable:
             out["addressable"] = False
         return out
@@ -78,31 +96,100 @@ class MemoryListing:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class DirPage:
+    """One page of one directory level, in path order, with the totals of the whole level."""
+
+    path: str
+    entries: list[MemoryEntry]
+    start: int
+    """How many entries of the level sort before this page."""
+    total_entries: int
+    file_count: int
+    dir_count: int
+    unaddressable: int
+    """Names at this level (not only on this page) that no address can carry."""
+    next_after: str | None
+    """The path of this page's last entry when more follow: the cursor of the next page."""
+    remaining: int
+    """Entries after this page."""
+
+    @property
+    def complete(self) -> bool:
+        """Whether this page is the whole level (then its byte total is the level's)."""
+        return self.start == 0 and self.next_after is None
+
+    @property
+    def page_bytes(self) -> int:
+        return sum(e.size for e in self.entries if e.type == "file")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TopLevelSummary:
-    """Root files and directories with recursive counts, for `~/self` and the space index."""
+    """Root files and directories with recursive counts, for `~/self`.
+
+    The recursive count is bounded (space/listing.py): past the bound, `complete` is False and the counts are lower
+    bounds, shown with "≥".
+    """
 
     total_files: int
     top_level: list[str]
     unaddressable: int = 0
-    """Files (anywhere in the tree) that no address can name."""
+    """Files counted (anywhere in the tree) that no address can name."""
+    complete: bool = True
+    more_top_level: int = 0
+    """Root entries beyond those in `top_level`."""
 
-    @classmethod
-    def of(cls, files: list[MemoryEntry]) -> TopLevelSummary:
-        """Root files, and root directories with their recursive file counts, byte totals and unaddressable files."""
-        dirs: dict[str, list[int]] = {}
-        top: list[str] = []
-        for entry in files:
-            head, sep, _ = entry.path.partition("/")
-            if sep:
-                agg = dirs.setdefault(head, [0, 0, 0])
-                agg[0] += 1
-                agg[1] += entry.size
-                agg[2] += not entry.addressable
-            else:
-                top.append(entry.path + ("" if entry.addressable else " (not addressable)"))
-        lines = [
-            f"{name}/ ({n} file{'s' if n != 1 else ''}, {b} bytes{f'; {bad} not addressable' if bad else ''})"
-            for name, (n, b, bad) in sorted(dirs.items())
-        ]
-        bad = sum(1 for e in files if not e.addressable)
-        return cls(total_files=len(files), top_level=lines + top, unaddressable=bad)
+
+def make_entry(
+    path: str,
+    st: os.stat_result,
+    *,
+    dir_fd: int | None = None,
+    name: str = "",
+    addressable: bool = True,
+    count_bound: int | None = None,
+) -> MemoryEntry:
+    """The entry of `st`; for a directory opened from `dir_fd` by `name`, with how many names it holds, counted up
+    to `count_bound` (a page of 100 directories must not read 100 huge directories in full)."""
+    if stat.S_ISDIR(st.st_mode):
+        count, capped = 0, False
+        if dir_fd is not None:
+            with contextlib.suppress(OSError):
+                sub = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+                try:
+                    count, capped = _count_names(sub, count_bound)
+                finally:
+                    os.close(sub)
+        return MemoryEntry(
+            path=path,
+            type="dir",
+            size=0,
+            updated_at=_ms(st),
+            entry_count=count,
+            entry_count_capped=capped,
+            addressable=addressable,
+        )
+    return MemoryEntry(
+        path=path,
+        type="file",
+        size=st.st_size,
+        updated_at=_ms(st),
+        mime_type=mime_for(path),
+        addressable=addressable,
+    )
+
+
+def _count_names(fd: int, bound: int | None) -> tuple[int, bool]:
+    count = 0
+    with os.scandir(fd) as it:  # read lazily, so stopping at the bound stops reading the directory
+        for e in it:
+            if e.name.startswith(TMP_PREFIX):
+                continue
+            if bound is not None and count >= bound:
+                return count, True
+            count += 1
+    return count, False
+
+
+def _ms(st: os.stat_result) -> int:
+    return round(st.st_mtime_ns / 1_000_000)

@@ -1,4 +1,4 @@
-"""One agent's memory tree: lstat-based reads, atomic whole-file writes, one-level listings.
+"""One agent's memory tree: lstat-based reads, atomic whole-file writes, bounded listings.
 
 Symlinks are never followed anywhere on a path, so nothing a sandboxed program plants in the tree can make a verb
 read or write outside it. All methods block; callers run them off the event loop.
@@ -15,17 +15,21 @@ import threading
 from pathlib import Path
 
 from mcp_harness.errors import BadRequest, NotFound
-from mcp_harness.space import temps
-from mcp_harness.space.entries import MemoryEntry, MemoryFile, MemoryListing, TopLevelSummary, mime_for
-from mcp_harness.space.paths import TMP_PREFIX, display_name, display_path, is_addressable
+from mcp_harness.space import listing, temps, walk
+from mcp_harness.space.entries import (
+    DirPage,
+    MemoryEntry,
+    MemoryFile,
+    MemoryListing,
+    TopLevelSummary,
+    make_entry,
+    mime_for,
+)
+from mcp_harness.space.paths import TMP_PREFIX, display_name, is_addressable
 
-__all__ = ["MemoryEntry", "MemoryFile", "MemoryListing", "MemoryStore", "TopLevelSummary", "mime_for"]
+__all__ = ["DirPage", "MemoryEntry", "MemoryFile", "MemoryListing", "MemoryStore", "TopLevelSummary", "mime_for"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _ms(st: os.stat_result) -> int:
-    return round(st.st_mtime_ns / 1_000_000)
 
 
 class MemoryStore:
@@ -41,6 +45,7 @@ class MemoryStore:
         self.root = root
         self._swept = False
         self._sweep_lock = threading.Lock()
+        self._walks = walk.WalkCache()
 
     # -- path walking -------------------------------------------------------------------------------------
 
@@ -92,25 +97,13 @@ class MemoryStore:
         parts = path.split("/")
         return parts[:-1], parts[-1]
 
-    def _entry(
-        self, path: str, st: os.stat_result, *, dir_fd: int | None = None, name: str = "", addressable: bool = True
-    ) -> MemoryEntry:
-        if stat.S_ISDIR(st.st_mode):
-            count = 0
-            if dir_fd is not None:
-                with contextlib.suppress(OSError):
-                    sub = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-                    try:
-                        count = sum(1 for n in os.listdir(sub) if not n.startswith(TMP_PREFIX))
-                    finally:
-                        os.close(sub)
-            return MemoryEntry(
-                path=path, type="dir", size=0, updated_at=_ms(st), entry_count=count, addressable=addressable
-            )
-        mime = mime_for(path)
-        return MemoryEntry(
-            path=path, type="file", size=st.st_size, updated_at=_ms(st), mime_type=mime, addressable=addressable
-        )
+    def open_dir(self, parts: list[str]) -> int | None:
+        """A descriptor of the directory `parts`, or None when it is missing or not a directory; the caller closes
+        it."""
+        try:
+            return self._walk(parts, path="/".join(parts))
+        except NotFound:
+            return None
 
     # -- reads ---------------------------------------------------------------------------------------------
 
@@ -155,10 +148,11 @@ class MemoryStore:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
                 text = None
-        return MemoryFile(entry=self._entry(path, st), data=data, text=text)
+        return MemoryFile(entry=make_entry(path, st), data=data, text=text)
 
     def list_dir(self, path: str) -> MemoryListing:
-        """List one directory level, skipping symlinks, special files and temp files.
+        """List one whole directory level, statting every entry, skipping symlinks, special files and temp files.
+        Verbs page with `page_dir` instead, which stats only the page.
 
         A name no address can carry is still listed, escaped and flagged (space/paths.py), so it never costs the
         rest of the listing.
@@ -168,13 +162,7 @@ class MemoryStore:
             BadRequest: the path is a file.
         """
         parts = path.split("/") if path else []
-        try:
-            dir_fd = self._walk(parts, path=path)
-        except NotFound:
-            if parts and self._is_file(path):
-                message = f"{path} is a file, not a directory. Read ~/memory/{path} without the slash."
-                raise BadRequest(message) from None
-            raise NotFound(f"Memory directory not found: {path}") from None
+        dir_fd = self.open_listing(path)
         entries: list[MemoryEntry] = []
         try:
             for name in os.listdir(dir_fd):
@@ -187,12 +175,42 @@ class MemoryStore:
                 if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
                     ok = is_addressable([*parts, name])
                     rel = f"{path}/{display_name(name)}" if path else display_name(name)
-                    entries.append(self._entry(rel, st, dir_fd=dir_fd, name=name, addressable=ok))
+                    entries.append(make_entry(rel, st, dir_fd=dir_fd, name=name, addressable=ok))
         finally:
             os.close(dir_fd)
         entries.sort(key=lambda e: e.path)
         total = sum(e.size for e in entries if e.type == "file")
         return MemoryListing(path=path, entries=entries, total_bytes=total)
+
+    def open_listing(self, path: str) -> int:
+        """A descriptor of the directory a listing of `path` reads; the caller closes it.
+
+        Raises:
+            NotFound: the directory is missing (the root always exists).
+            BadRequest: the path is a file.
+        """
+        try:
+            return self._walk(path.split("/") if path else [], path=path)
+        except NotFound:
+            if path and self._is_file(path):
+                message = f"{path} is a file, not a directory. Read ~/memory/{path} without the slash."
+                raise BadRequest(message) from None
+            raise NotFound(f"Memory directory not found: {path}") from None
+
+    def page_dir(self, path: str, after: str | None, limit: int) -> DirPage:
+        """Up to `limit` entries of one level after the entry path `after`, statting only those (space/listing.py).
+
+        Raises:
+            NotFound: the directory is missing.
+            BadRequest: the path is a file.
+        """
+        return listing.page_dir(self, path, after, limit)
+
+    def files_page(self, after: str | None, limit: int) -> tuple[list[MemoryEntry], str | None]:
+        """Up to `limit` addressable files in path order after the path `after`, and the cursor of the next page
+        (None at the end). Consecutive pages continue one walk of the tree."""
+        self._ready()
+        return self._walks.page(self, after, limit)
 
     def _is_file(self, path: str) -> bool:
         parents, name = self._split(path)
@@ -207,33 +225,9 @@ class MemoryStore:
         finally:
             os.close(dir_fd)
 
-    def iter_files(self) -> list[MemoryEntry]:
-        """Every regular file in the tree, sorted by path (symlinked directories are not entered).
-
-        Files no address can name are included, escaped and flagged; callers that hand out addresses filter them.
-        """
-        out: list[MemoryEntry] = []
-        self._ready()
-        for dirpath, dirnames, filenames, dir_fd in os.fwalk(self.root, follow_symlinks=False):
-            dirnames[:] = [d for d in dirnames if not d.startswith(TMP_PREFIX)]
-            rel_dir = os.path.relpath(dirpath, self.root)
-            parts = [] if rel_dir == "." else rel_dir.split(os.sep)
-            for name in filenames:
-                if name.startswith(TMP_PREFIX):
-                    continue
-                try:
-                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                if stat.S_ISREG(st.st_mode):
-                    full = [*parts, name]
-                    out.append(self._entry(display_path(full), st, addressable=is_addressable(full)))
-        out.sort(key=lambda e: e.path)
-        return out
-
     def summarize_top_level(self) -> TopLevelSummary:
-        """Root files, and root directories with their recursive file counts and byte totals."""
-        return TopLevelSummary.of(self.iter_files())
+        """Root files, and root directories with recursive file counts and byte totals, within a bounded walk."""
+        return listing.summarize(self)
 
     # -- writes --------------------------------------------------------------------------------------------
 
@@ -269,7 +263,7 @@ class MemoryStore:
                     os.unlink(tmp, dir_fd=dir_fd)
                 raise
             os.fsync(dir_fd)
-            return self._entry(path, os.stat(name, dir_fd=dir_fd, follow_symlinks=False))
+            return make_entry(path, os.stat(name, dir_fd=dir_fd, follow_symlinks=False))
         finally:
             os.close(dir_fd)
 

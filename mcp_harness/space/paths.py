@@ -79,6 +79,35 @@ def is_addressable(parts: list[str]) -> bool:
     return len("/".join(parts).encode("utf-8")) <= MAX_MEMORY_PATH_BYTES
 
 
+def child_addressable(name: str, parts: list[str]) -> bool:
+    """`is_addressable([*parts, name])` for `parts` already known addressable, checking only what `name` adds."""
+    return not unaddressable_children([name], parts)
+
+
+def unaddressable_children(names: list[str], parts: list[str]) -> set[str]:
+    """Those of `names` (one directory's) that no address can carry under `parts`, which is known addressable.
+
+    A listing asks this of every name in a directory, so the usual case — no odd name, none too long — costs one
+    regex pass over all the names joined (by "/", which no name holds) and no per-name work.
+    """
+    if len(parts) >= MAX_MEMORY_PATH_DEPTH:
+        return set(names)
+    bad: set[str] = set()
+    if _UNADDRESSABLE.search("/".join(names)):
+        bad = {n for n in names if _UNADDRESSABLE.search(n)}
+    prefix = sum(len(p.encode("utf-8")) + 1 for p in parts)
+    if prefix + 4 * max(map(len, names), default=0) > MAX_MEMORY_PATH_BYTES:  # a character is at most 4 bytes
+        bad |= {n for n in names if n not in bad and prefix + len(n.encode("utf-8")) > MAX_MEMORY_PATH_BYTES}
+    return bad
+
+
+def display_names(names: list[str]) -> dict[str, str]:
+    """`{shown: name}` for those of `names` that `display_name` escapes (usually none: one regex pass)."""
+    if not _UNADDRESSABLE.search("/".join(names)):
+        return {}
+    return {shown: n for n in names if (shown := display_name(n)) != n}
+
+
 def display_name(name: str) -> str:
     """`name` as listings show it: unchanged when addressable, else escaped to printable, valid UTF-8.
 

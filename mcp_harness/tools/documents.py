@@ -106,7 +106,8 @@ def contract_markdown(doc: ToolDocument, cid: str) -> str:
     if doc.output is not None:
         parts += ["", "## Output schema", "```json", json.dumps(doc.output, indent=2, ensure_ascii=False), "```"]
     if doc.kind == "lambda" and doc.source is not None:
-        fence = "python" if doc.runtime == "python" else "ts"
+        # The fence names the language the source runs as, so a reader sees what the sandbox will run.
+        fence = "python" if doc.runtime == "python" else "typescript"
         entry = "a top-level `main(input)` (sync or async)" if fence == "python" else "its default export"
         parts += [
             "",
@@ -121,10 +122,35 @@ def contract_markdown(doc: ToolDocument, cid: str) -> str:
 
 
 LAMBDA_SHAPE = "{description, input?, output?, source, runtime?, summary?}"
+LAMBDA_RUNTIMES = {"python": "python", "typescript": "typescript", "ts": "typescript"}
+"""Accepted spellings of a lambda's runtime and what is stored. `ts` is the execute tool's name for TypeScript."""
 
 
-def validate_lambda(name: str, body: object) -> ToolDocument:
-    """A lambda document from an authoring request, or a 400 naming the first rule it breaks (HARNESS §4 order)."""
+def lambda_runtime(name: str, given: object, offered: tuple[str, ...] | None) -> str:
+    """The stored runtime: the one named, or when none is, one this host runs (python first).
+
+    The reference stores anything but "python" as TypeScript, so a Python tool written without a runtime was saved
+    as TypeScript and failed at every call; here an unknown runtime is refused while the tool is being written.
+    """
+    if given is None:
+        if offered is not None and "python" not in offered and "ts" in offered:
+            return "typescript"
+        return "python"
+    runtime = LAMBDA_RUNTIMES.get(given) if isinstance(given, str) else None
+    if runtime is None:
+        raise BadRequest(
+            f'Tool {name} has runtime {json.dumps(given)}, which is not a tool runtime. Accepted: "python" (a '
+            'top-level main(input)) or "typescript" (also "ts"; a default export); left out, it is '
+            f"{lambda_runtime(name, None, offered)} here."
+        )
+    return runtime
+
+
+def validate_lambda(name: str, body: object, offered: tuple[str, ...] | None = None) -> ToolDocument:
+    """A lambda document from an authoring request, or a 400 naming the first rule it breaks (HARNESS §4 order).
+
+    `offered` is the sandbox runtimes of this host (`Harness.sandbox_runtimes`), which pick the default runtime.
+    """
     if not isinstance(body, dict):
         raise BadRequest(f"write ~/tools/{name} expects a JSON object: {LAMBDA_SHAPE}.")
     data: dict[str, Any] = body  # pyright: ignore[reportUnknownVariableType]
@@ -146,7 +172,7 @@ def validate_lambda(name: str, body: object) -> ToolDocument:
         raise BadRequest(f"Tool {name} needs source: the code of its main function.")
     if len(source.encode("utf-8")) > MAX_SOURCE_BYTES:
         raise BadRequest(f"Tool {name}'s source is over {MAX_SOURCE_BYTES} bytes.")
-    runtime = "python" if data.get("runtime") == "python" else "typescript"
+    runtime = lambda_runtime(name, data.get("runtime"), offered)
     schema_in = data.get("input", {"type": "object"})
     problems = shape_errors(schema_in)
     output = data.get("output")

@@ -10,11 +10,25 @@ import base64
 import json
 from typing import Any
 
-from mcp_harness.errors import BadRequest
+from mcp_harness.errors import HarnessError
 from mcp_harness.tools.base import VerbContext, VerbResult
 from mcp_harness.tools.documents import ToolDocument
 from mcp_harness.tools.execute import changed_json, changed_note
 from mcp_harness.tools.schema_subset import value_errors
+
+
+class ToolFailed(HarnessError):
+    """An authored tool ran and failed: its code raised or exited non-zero, hit its time limit, returned no value, or
+    returned one its own output schema rejects.
+
+    That is the tool's fault, not a bad request by its caller, so it is not a 400 (which the CLI reports as a usage
+    error): like a gateway whose backend function crashed, it is a 502, with its own code so callers can tell it
+    from a remote service failing.
+    """
+
+    status = 502
+    code = "tool_failed"
+
 
 RESULT_MARKER = "__SEED_TOOL_RESULT__"
 """The reference's `LAMBDA_RESULT_PREFIX`, kept so tools move between the two unchanged."""
@@ -72,9 +86,9 @@ async def run(ctx: VerbContext, doc: ToolDocument, runtime: str, tool_input: dic
     )
     found, value, logs = parse_result(outcome.stdout)
     if outcome.timed_out:
-        raise BadRequest(f"Tool {doc.name} failed: it was stopped at its time limit.\n{_tail(outcome.stderr or logs)}")
+        raise ToolFailed(f"Tool {doc.name} failed: it was stopped at its time limit.\n{_tail(outcome.stderr or logs)}")
     if outcome.exit_code != 0:
-        raise BadRequest(f"Tool {doc.name} failed (exit {outcome.exit_code}).\n{_tail(outcome.stderr or logs)}")
+        raise ToolFailed(f"Tool {doc.name} failed (exit {outcome.exit_code}).\n{_tail(outcome.stderr or logs)}")
     if not found:
         hint = (
             "main(input) must return a JSON-serializable value"
@@ -82,11 +96,11 @@ async def run(ctx: VerbContext, doc: ToolDocument, runtime: str, tool_input: dic
             else ("the default export must return a JSON-serializable value")
         )
         cut = " (its output was cut at 64 KiB, which loses the result line)" if outcome.truncated else ""
-        raise BadRequest(f"Tool {doc.name} finished without returning a value{cut}: {hint}.")
+        raise ToolFailed(f"Tool {doc.name} finished without returning a value{cut}: {hint}.")
     if doc.output is not None:
         errors = value_errors(doc.output, value)
         if errors:
-            raise BadRequest(f"Tool {doc.name} returned a value its own output schema rejects: {'; '.join(errors)}.")
+            raise ToolFailed(f"Tool {doc.name} returned a value its own output schema rejects: {'; '.join(errors)}.")
     summary = f"Ran {doc.name} ({outcome.duration_ms}ms{changed_note(outcome)})."
     data: dict[str, Any] = {"summary": summary, "result": value}
     if logs:

@@ -99,7 +99,8 @@ def plan(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     new = settle(sessions.get_plan(ctx.session_id), normalize_plan(arguments), owner_run_id=ctx.run_id)
     sessions.set_plan(ctx.session_id, new)
     count = len(new["steps"])
-    return VerbResult.of({"ok": True, "steps": count, "summary": f"Plan saved ({count} step{'s' if count != 1 else ''})."}, plan_markdown(new))
+    summary = f"Plan saved ({count} step{'s' if count != 1 else ''})."
+    return VerbResult.of({"ok": True, "steps": count, "summary": summary}, plan_markdown(new))
 
 
 def plan_markdown(plan: dict[str, Any]) -> str:

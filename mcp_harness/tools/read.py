@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_harness.addresses import SUPPORTED_READ_FORMS, Address, parse_address
-from mcp_harness.errors import BadRequest, HarnessError, NotFound
-from mcp_harness.space.paths import normalize_memory_path
+from mcp_harness.errors import BadRequest
 from mcp_harness.tools import catalog, threads
 from mcp_harness.tools._unsupported import not_in_this_build
-from mcp_harness.tools.base import VerbContext, VerbResult, options_of
+from mcp_harness.tools.base import VerbContext, VerbResult, options_of, refuse_unknown_options
+from mcp_harness.tools.contracts import CALLABLES
+from mcp_harness.tools.memory_read import read_memory
 from mcp_harness.tools.plan import plan_markdown
+
+__all__ = ["read", "read_memory", "read_plan", "read_self", "read_tools", "read_web"]
 
 
 def read(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
@@ -26,8 +29,9 @@ def read(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     options = options_of(arguments)
     match address.kind:
         case "memory":
-            return read_memory(ctx, address, fmt)
+            return read_memory(ctx, address, fmt, options)
         case "self":
+            refuse_unknown_options("read ~/self", options, ())
             return read_self(ctx, fmt)
         case "tools":
             return read_tools(ctx, address, fmt)
@@ -66,86 +70,6 @@ def read_web(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: s
     return VerbResult.of(data, data["markdown"] or None)
 
 
-def read_memory(ctx: VerbContext, address: Address, fmt: str) -> VerbResult:
-    memory = ctx.harness.memory(ctx.agent)
-    path = normalize_memory_path(address.rest, allow_root=True)
-    if address.listing or path == "":
-        return _listing(ctx, path, fmt)
-    try:
-        file = memory.read_file(path)
-    except HarnessError as original:
-        # A bare directory name reads as its listing; if that fails too, the file error is the honest one.
-        try:
-            return _listing(ctx, path, fmt)
-        except HarnessError:
-            if isinstance(original, NotFound) and "\\" in address.rest:
-                # Likely a name copied from a listing, where unaddressable names are shown escaped.
-                raise NotFound(f"{original.message} {_BACKSLASH_HINT}") from None
-            raise original from None
-    entry = file.entry
-    data: dict[str, Any] = {"path": entry.path, "size": entry.size, "updatedAt": entry.updated_at}
-    if entry.mime_type:
-        data["mimeType"] = entry.mime_type
-    if file.text is None:
-        kind = f", {entry.mime_type}" if entry.mime_type else ""
-        data = {
-            "summary": f"{path} is a binary file ({entry.size} bytes{kind}); content not shown. Process it with a "
-            "sandboxed tool or publish it once those are available.",
-            **data,
-            "encoding": "binary",
-        }
-        return VerbResult.of(data, fmt=fmt)
-    data = {"summary": f"Read {path} ({entry.size} bytes).", **data, "encoding": "utf8", "content": file.text}
-    if fmt == "json":
-        return VerbResult.of(data, fmt=fmt)
-    return VerbResult(data, file.text)
-
-
-_BACKSLASH_HINT = (
-    "A backslash separates directories in an address; a listing shows a name no address can carry (not UTF-8, or "
-    "with a control character or a backslash) escaped and marked not addressable. Rename such a file with call "
-    "execute, or delete the directory holding it."
-)
-_UNADDRESSABLE_NOTE = "not addressable: rename it with call execute"
-
-
-def _listing(ctx: VerbContext, path: str, fmt: str) -> VerbResult:
-    listing = ctx.harness.memory(ctx.agent).list_dir(path)
-    files = [e for e in listing.entries if e.type == "file"]
-    dirs = [e for e in listing.entries if e.type == "dir"]
-    where = f"{path}/" if path else "Memory root"
-    if not listing.entries:
-        summary = f"{where} is empty."
-    else:
-        summary = f"{where} holds {len(files)} file{'s' if len(files) != 1 else ''} ({listing.total_bytes} bytes)"
-        if dirs:
-            noun = "directory" if len(dirs) == 1 else "directories"
-            summary += f" and {len(dirs)} {noun} (read a directory address to see inside)"
-        summary += "."
-        if bad := listing.unaddressable:
-            summary += (
-                f" {bad} name{'s' if bad != 1 else ''} cannot be addressed (not UTF-8, or with a control character "
-                "or a backslash) and " + ("is" if bad == 1 else "are") + " shown escaped: rename with call execute."
-            )
-    data = {
-        "summary": summary,
-        "path": path,
-        "entries": [e.to_json() for e in listing.entries],
-        "totalBytes": listing.total_bytes,
-    }
-    lines = [
-        (
-            f"- {e.path}/ ({e.entry_count} entr{'y' if e.entry_count == 1 else 'ies'}"
-            if e.type == "dir"
-            else f"- {e.path} ({e.size} bytes"
-        )
-        + ("" if e.addressable else f"; {_UNADDRESSABLE_NOTE}")
-        + ")"
-        for e in listing.entries
-    ]
-    return VerbResult.of(data, "\n".join(lines) or None, fmt=fmt)
-
-
 def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
     agent = ctx.agent
     definition = agent.definition
@@ -164,6 +88,9 @@ def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
         data["reasoningLevel"] = definition.reasoning_level
     data["systemPrompt"] = definition.system_prompt
     data["grants"] = grants
+    unavailable = unavailable_grants(ctx, grants["callableTools"])
+    if unavailable:
+        data["unavailableGrants"] = unavailable
     identities: list[Any] = []
     if definition.signing_key or definition.signing_keys:
         # Imported here: only agents granted signing identities pay for loading the identity module (and PyNaCl).
@@ -176,6 +103,10 @@ def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
         data["metadata"] = definition.metadata
     data["triggers"] = []
     data["memory"] = {"totalFiles": summary_top.total_files, "topLevel": summary_top.top_level}
+    if not summary_top.complete:
+        data["memory"]["totalFilesAtLeast"] = True  # the count stopped at its bound (space/listing.py)
+    if summary_top.more_top_level:
+        data["memory"]["moreTopLevel"] = summary_top.more_top_level
     if summary_top.unaddressable:
         data["memory"]["unaddressableFiles"] = summary_top.unaddressable
     data["sessionCount"] = count
@@ -186,16 +117,42 @@ def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
         "Your definition (prompt, model, grants) is edited by your user, not by you.",
     ]
     memory_lines = "\n".join(f"- {line}" for line in summary_top.top_level) or "- (empty)"
+    if summary_top.more_top_level:
+        memory_lines += f"\n- … and {summary_top.more_top_level} more (read ~/memory/ to page through them)"
+    counted = f"{'≥ ' if not summary_top.complete else ''}{summary_top.total_files} files"
+    missing = "".join(f"- {u['tool']}: {u['reason']}\n" for u in unavailable)
     body = (
         f"## System prompt\n\n{definition.system_prompt}\n\n## Grants\n\n"
         f"- callable tools: {', '.join(grants['callableTools']) or '(none in this build)'}\n"
-        f"- publish: {'yes' if grants['publish'] else 'no'}\n\n"
-        f"## Memory ({summary_top.total_files} files)\n\n{memory_lines}"
+        f"- publish: {'yes' if grants['publish'] else 'no'}\n{missing}\n"
+        f"## Memory ({counted})\n\n{memory_lines}"
     )
     if identities:
         signing_lines = "\n".join(f"- {i.label}: {i.account_id} (signing key `{i.name}`)" for i in identities)
         body += f"\n\n## Signing identities\n\n{signing_lines}"
     return VerbResult.of(data, body, fmt=fmt)
+
+
+def unavailable_grants(ctx: VerbContext, usable: list[str]) -> list[dict[str, str]]:
+    """Callables the definition grants that this host cannot run, each with why and what would fix it."""
+    from mcp_harness.grants import granted
+
+    out: list[dict[str, str]] = []
+    for name in CALLABLES:
+        if name not in usable and granted(ctx.agent.definition, name):  # pyright: ignore[reportArgumentType]
+            out.append({"tool": name, "reason": _why_not_here(ctx, name)})
+    return out
+
+
+def _why_not_here(ctx: VerbContext, name: str) -> str:
+    if name == "execute":
+        reason = ctx.harness.sandbox.unavailable_reason() or "the sandbox offers no runtime"
+        return f"granted, but this host cannot run the sandbox: {reason} — run `mcp-harness doctor`."
+    if name == "web_search":
+        return "granted, but this host has no search engine: set [web] searxng_url (a SearXNG instance) in the config."
+    if name == "search":
+        return "granted, but this build has no hypermedia search engine to run it."
+    return "granted, but this host does not offer it."
 
 
 def read_tools(ctx: VerbContext, address: Address, fmt: str) -> VerbResult:

@@ -74,7 +74,7 @@ def write_tool(ctx: VerbContext, name: str, content: object, options: dict[str, 
             ) from None
     else:
         raise BadRequest(f"write ~/tools/{name} expects JSON content (or options.tool): {LAMBDA_SHAPE}.")
-    doc = validate_lambda(name, body)
+    doc = validate_lambda(name, body, ctx.harness.sandbox_runtimes())
     cid = tools.save_lambda(ctx.agent.id, doc)
     summary = f"Saved tool {name} ({cid}). Call it by name with the call verb; its contract is live in ~/tools now."
     return VerbResult.of({"summary": summary, "name": name, "cid": cid, "kind": doc.kind})

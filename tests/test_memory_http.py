@@ -1,0 +1,54 @@
+"""A big memory file over real Streamable HTTP (issue 13.7): the official client drops any server-sent event over
+1 MiB, and a 600 KB file sent as text and again as structuredContent used to be one."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from mcp_harness.config import HttpSettings, load_settings
+from mcp_harness.harness import Harness
+from mcp_harness.server import build_server, http_app
+from tests.conftest import serving, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def http_server(tmp_path: Path) -> AsyncIterator[tuple[str, Harness]]:
+    harness = Harness(load_settings(data_dir=tmp_path))
+    app = http_app(build_server(harness), host="127.0.0.1", http=HttpSettings(max_body_bytes=1 << 20))
+    async with serving(app) as base:
+        yield base, harness
+    harness.close()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_600_kb_file_reads_over_http_in_pages(http_server: tuple[str, Harness], mode: str) -> None:
+    base, harness = http_server
+    root = harness.agent().memory_dir
+    root.mkdir(parents=True, exist_ok=True)
+    body = "".join(f"{i:07d} naïve café — ok\n" for i in range(24_000))  # ≈ 620 KB of UTF-8
+    assert len(body.encode("utf-8")) > 600_000
+    (root / "big.log").write_text(body, encoding="utf-8")
+    with anyio.fail_after(60):
+        async with Client(f"{base}/mcp", mode=mode) as c:
+            parts: list[str] = []
+            options: dict[str, Any] = {}
+            pages = 0
+            while True:
+                result = await c.call_tool("read", {"address": "~/memory/big.log", "options": options})
+                assert not result.is_error, result.content
+                data = result.structured_content
+                assert isinstance(data, dict) and data["contentInText"] is True and "content" not in data
+                parts.append(text_of(result)[: data["length"]])
+                pages += 1
+                if "nextOffset" not in data:
+                    break
+                options = {"offset": data["nextOffset"]}
+    assert "".join(parts) == body and pages == 4
