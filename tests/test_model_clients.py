@@ -589,6 +589,9 @@ class FakeSampler:
             raise self.fail_with
         return ModelResponse("sampled", (ToolCall("s1", "read", {}),), Usage(1, 1))
 
+    def unavailable(self, *, detached: bool) -> str | None:
+        return None
+
 
 async def test_sampling_forwards_to_the_sampler_and_maps_its_failures(open_harness: Callable[..., Harness]) -> None:
     h = open_harness()

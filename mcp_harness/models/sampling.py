@@ -1,7 +1,9 @@
 """The sampling provider: the MCP client's own model, asked through `sampling/createMessage` with tools.
 
-Only `server.py` speaks MCP, so the request goes through a `Sampler` it supplies; this client bounds the wait and
-makes every failure a `ProviderError`, so the run engine classifies it as it would an HTTP provider's.
+Only `server/` speaks MCP, so the request goes through a `Sampler` it supplies; this client bounds the wait and
+makes every failure a `ProviderError`, so the run engine classifies it as it would an HTTP provider's. The bound
+matters most in the 2026-07-28 protocol, where the request waits for a client to come back with the answer on its
+next round of the delegate call: a client that never does leaves a retryable failure, and the turn's retry asks anew.
 """
 
 from __future__ import annotations

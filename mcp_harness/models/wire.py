@@ -187,6 +187,12 @@ class Sampler(Protocol):
 
     async def create_message(self, request: ModelRequest) -> ModelResponse: ...
 
+    def unavailable(self, *, detached: bool) -> str | None:
+        """Why a child that the request being handled spawns now could not reach this model, as a clause to follow
+        "which" (`delegate` refuses with it rather than fail later in the run); None when it can, or when nothing here
+        says otherwise. `detached`: the child is spawned with `await: false`."""
+        ...
+
 
 # -- the HTTP leg of the hosted clients ------------------------------------------------------------------------
 

@@ -50,6 +50,8 @@ INSTRUCTIONS = (
 
 
 def _tool(spec: VerbSpec) -> types.Tool:
+    """A contract as an MCP tool: the concise description (the full contract is `read ~/tools/<name>`), and the
+    hints without `annotations.title`, which would only repeat the tool's own `title`."""
     return types.Tool(
         name=spec.name,
         title=spec.title,
@@ -57,7 +59,6 @@ def _tool(spec: VerbSpec) -> types.Tool:
         input_schema=spec.input_schema,
         output_schema=spec.output_schema,
         annotations=types.ToolAnnotations(
-            title=spec.title,
             read_only_hint=spec.read_only,
             destructive_hint=spec.destructive,
             idempotent_hint=spec.idempotent,
@@ -240,10 +241,10 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: Server[ServerState]) -> AsyncIterator[ServerState]:
-        async with harness.engine_running():
+        async with harness.engine_running(), sampler.running():
             yield state
 
-    sampler = ClientSampler()
+    sampler = ClientSampler(harness)
     harness.sampler = sampler
 
     async def on_list_tools(
@@ -263,7 +264,7 @@ def build_server(
 
     async def on_call_tool(
         ctx: ServerRequestContext[ServerState], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             sampler.offer(ctx)
         binding = await state.bound(ctx)
@@ -280,7 +281,14 @@ def build_server(
             verb, verb_input = "call", {"tool": name, "input": arguments}
         else:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool {name!r}. Tools: {', '.join(VERBS)}.")
-        result, error = await binding.invoke(verb, verb_input, progress=_progress_reporter(ctx))
+        if verb == "delegate" and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # The 2026-07-28 era: the call's tree reaches the client's model only as input requests on this call.
+            answer = await sampler.delegate(ctx, binding, verb_input, params, _progress_reporter(ctx))
+            if isinstance(answer, types.InputRequiredResult):
+                return answer
+            result, error = answer
+        else:
+            result, error = await binding.invoke(verb, verb_input, progress=_progress_reporter(ctx))
         if _may_promote(verb, verb_input) and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             await state.announce_promotions(ctx, binding)
         if error is not None:
@@ -314,11 +322,13 @@ def build_server(
             from mcp_harness.tools import delegate_tasks
 
             binding = await state.bound(ctx)
-            task, error = await delegate_tasks.start(await binding.context(), arguments)
+            with sampler.carrying(ctx, task=True):
+                task, error = await delegate_tasks.start(await binding.context(), arguments)
             if error is not None or task is None:
                 return error_result(error or BadRequest("delegate could not start."))
             return {"resultType": "task", **task}
-        return await on_call_tool(ctx, params)
+        with sampler.carrying(ctx):  # for delegate's check: can what it spawns reach the client's model?
+            return await on_call_tool(ctx, params)
 
     async def on_task(ctx: ServerRequestContext[ServerState], params: TaskParams) -> dict[str, Any]:
         """`tasks/get`, `tasks/update` and `tasks/cancel` (SEP-2663) for this session's delegate tasks."""
@@ -360,6 +370,7 @@ def build_server(
         on_read_resource=on_read_resource,
     )
     server.extensions[TASKS_EXTENSION] = {}
+    server.middleware.append(sampler.request_state_boundary())
     server.add_request_handler("tools/call", types.CallToolRequestParams, on_call_tool_or_task)
     server.add_request_handler("tasks/get", TaskParams, on_task)
     server.add_request_handler("tasks/cancel", TaskParams, on_task)

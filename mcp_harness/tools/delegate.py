@@ -343,6 +343,7 @@ async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawn
         raise BadRequest("delegate needs a session.")
     session_id = ctx.session_id
     call_id = ctx.call_id or "client-call"
+    await _refuse_unreachable_model(ctx, arguments)
     if script_source(arguments) is not None:
         return await harness.engine.offload(
             lambda: spawn_script(
@@ -378,6 +379,35 @@ async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawn
             scope=ctx.scope,
         )
     )
+
+
+async def _refuse_unreachable_model(ctx: VerbContext, arguments: dict[str, Any]) -> None:
+    """A child on the `sampling` provider (the client's own model) is refused now, not failed later in its run, when
+    the request spawning it cannot carry its model requests: the sampler says why (the 2026-07-28 era's limits)."""
+    harness = ctx.harness
+    detached = arguments.get("await") is False
+    reason = harness.sampler.unavailable(detached=detached) if harness.sampler is not None else None
+    if reason is None or script_source(arguments) is not None:
+        return  # a script's children are checked as they run: it names their agents only then
+    named = arguments.get("agentId") if not detached else None
+
+    def sampling_agent() -> tuple[str, str] | None:
+        agent = ctx.agent
+        if isinstance(named, str) and named.strip():
+            agent = harness.agents.find(harness.account_id, named.strip())
+            if agent is None or not ctx.scope.may_act_as(agent):
+                return None  # spawn_child refuses it, as for any caller
+        provider = harness.providers.get(agent.definition.model_provider)
+        return (agent.definition.name, provider.name) if provider and provider.kind.wire == "sampling" else None
+
+    found = await harness.engine.offload(sampling_agent)
+    if found is not None:
+        raise BadRequest(
+            f"Agent {found[0]!r} runs on the `{found[1]}` provider, the MCP client's own model, which {reason}. Give "
+            f"it a configured provider (`mcp-harness provider add NAME --type TYPE --model MODEL`, then `mcp-harness "
+            f"agent update {found[0]} --model-provider NAME`), or delegate from a 2025-11-25 client that declares "
+            "sampling with tools."
+        )
 
 
 async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
