@@ -22,6 +22,7 @@ from mcp_harness.config import HttpSettings, TokenSettings, token_hash
 from mcp_harness.definition import normalize_definition
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server, http_app
+from mcp_harness.server.transports import session_visibility
 from tests.conftest import call, refused, scripted_harness, serving
 
 pytestmark = pytest.mark.anyio
@@ -80,7 +81,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
             TokenSettings(hash=token_hash("other-token"), agent="other", label="other"),
         ]
     )
-    app = http_app(build_server(harness), host="127.0.0.1", http=http)
+    app = http_app(build_server(harness), host="127.0.0.1", http=http, session_visible=session_visibility(harness))
     async with harness.engine_running(), serving(app) as base:
         world = World(base, harness, ids, {}, {}, {})
         with anyio.fail_after(60):

@@ -21,7 +21,7 @@ from mcp_harness.config import HttpSettings, TokenSettings, load_settings, token
 from mcp_harness.definition import normalize_definition
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server, http_app
-from tests.conftest import call, serving, text_of
+from tests.conftest import call, serving
 
 pytestmark = pytest.mark.anyio
 
