@@ -21,7 +21,7 @@ import anyio.to_thread
 from mcp_harness.config import Settings
 from mcp_harness.definition import AgentDefinition, normalize_definition
 from mcp_harness.errors import BadRequest, HarnessError
-from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds
+from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds, without_surrogates
 from mcp_harness.scope import Scope
 from mcp_harness.space.memory import MemoryStore
 from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
@@ -84,16 +84,17 @@ def _call(verb: str, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
     if depth_exceeds(arguments, MAX_INPUT_DEPTH):
         # Refused by its contract anyway; logged as a marker, since a value this deep would not decode again.
         arguments = {"omitted": f"the input nests deeper than {MAX_INPUT_DEPTH} levels"}
-    return {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
+    # A lone surrogate reaches the verb (which refuses it by name) but cannot be stored as UTF-8 in the log.
+    return {"type": "tool_call", "id": call_id, "name": verb, "input": without_surrogates(arguments)}
 
 
 def _outcome(verb: str, call_id: str, result: VerbResult | None, error: HarnessError | None) -> dict[str, Any]:
     outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
     if error is not None:
-        outcome["error"] = error.message
+        outcome["error"] = without_surrogates(error.message)  # a refusal may quote the bad input
     else:
         assert result is not None
-        outcome["output"] = result.data
+        outcome["output"] = without_surrogates(result.data)
     return outcome
 
 
@@ -134,17 +135,48 @@ class Harness:
     # -- agents --------------------------------------------------------------------------------------------
 
     def default_definition(self) -> AgentDefinition:
+        """The default agent as `[agent]` describes it, checked as `agent create` checks a new one: its name, its
+        model (the provider's default when unset), its grants, and its signing keys (by label, account id or
+        secret name; stored as secret names).
+
+        Raises:
+            BadRequest: naming the `[agent]` setting that is wrong and what is accepted.
+        """
+        from mcp_harness.definition import check_agent_name
+        from mcp_harness.grants import check_grant_names
+
         a = self.settings.agent
+        where = "Invalid configuration: [agent]"
+        try:
+            check_agent_name(a.name)
+            check_grant_names(a.tools)
+        except BadRequest as exc:
+            raise BadRequest(f"{where}: {exc.message}") from exc
+        model = a.model or self.providers.default_model(a.model_provider)
+        if model is None:
+            self.providers.require(a.model_provider)
+            raise BadRequest(
+                f"{where}: model is unset and provider {a.model_provider!r} has no default model. Set [agent] model, "
+                f"or give the provider one (`mcp-harness provider add NAME --type T --model M`, or model in "
+                f"[providers.{a.model_provider}])."
+            )
         raw: dict[str, Any] = {
             "name": a.name,
             "systemPrompt": a.system_prompt,
             "modelProvider": a.model_provider,
-            "model": a.model,
+            "model": model,
         }
         if a.reasoning_level:
             raw["reasoningLevel"] = a.reasoning_level
         if a.tools is not None:
             raw["tools"] = a.tools
+        if a.signing_keys:
+            from mcp_harness.identity.identities import resolve_identity  # imports PyNaCl: only when needed
+
+            try:
+                raw["signingKeys"] = [resolve_identity(self, ref).name for ref in a.signing_keys]
+            except HarnessError as exc:
+                raise BadRequest(f"{where} signing_keys: {exc.message}") from exc
         return normalize_definition(raw)
 
     def agent(self, name_or_id: str | None = None) -> AgentRecord:
@@ -207,12 +239,15 @@ class Harness:
             finally:
                 self._engine_users -= 1
             return
-        from mcp_harness.runs.resolve import reconcile_at_boot
+        from functools import partial
+
+        from mcp_harness.runs.resolve import answer_orphaned, reconcile_at_boot
 
         self._engine_users = 1
         try:
             async with anyio.create_task_group() as tg:
-                await tg.start(self.engine.serve)
+                # Calls dead processes left open are answered in the boot sweep, before the engine claims anything.
+                await tg.start(partial(self.engine.serve, at_boot=partial(answer_orphaned, self)))
                 await reconcile_at_boot(self)
                 try:
                     yield

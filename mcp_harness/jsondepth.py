@@ -59,4 +59,48 @@ def text_depth_exceeds(text: bytes | str, limit: int) -> bool:
     return False
 
 
-__all__ = ["MAX_INPUT_DEPTH", "MAX_MESSAGE_DEPTH", "depth_exceeds", "text_depth_exceeds"]
+def without_surrogates(value: Any) -> Any:
+    """The value with every lone surrogate (valid in a JSON escape, not in UTF-8) replaced by U+FFFD, in keys and
+    strings alike: what a log can store. Iterative over a value already bounded by `depth_exceeds`."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if _has_surrogate(value) else value
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+def surrogate_paths(value: Any, path: str = "$") -> list[str]:
+    """JSONPath-like paths of the strings (or keys) in `value` that hold a lone surrogate."""
+    if isinstance(value, str):
+        return [path] if _has_surrogate(value) else []
+    out: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
+            where = f"{path}.{key}"
+            if isinstance(key, str) and _has_surrogate(key):
+                out.append(f"{path} (a key)")
+            out += surrogate_paths(item, where)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            out += surrogate_paths(item, f"{path}[{i}]")
+    return out
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+__all__ = [
+    "MAX_INPUT_DEPTH",
+    "MAX_MESSAGE_DEPTH",
+    "depth_exceeds",
+    "surrogate_paths",
+    "text_depth_exceeds",
+    "without_surrogates",
+]

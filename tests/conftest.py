@@ -15,6 +15,27 @@ from mcp_harness.harness import Harness
 from mcp_harness.server import build_server
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--long",
+        action="store_true",
+        default=False,
+        help="run the long form of suites that have one (the crash suite: 100+ kills instead of about 20)",
+    )
+    parser.addoption(
+        "--crash-seed",
+        type=int,
+        default=None,
+        help="seed of the crash suite's random workload and kill moments (printed when it fails), to replay a run",
+    )
+
+
+@pytest.fixture
+def long_run(request: pytest.FixtureRequest) -> bool:
+    """Whether `--long` was given: a suite with a long form runs it."""
+    return bool(request.config.getoption("--long"))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

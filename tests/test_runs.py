@@ -722,6 +722,36 @@ async def test_a_run_interrupted_by_shutdown_runs_again_after_restart(store: Run
 
 
 @pytest.mark.anyio
+async def test_an_engine_booting_beside_a_live_one_requeues_only_the_runs_of_gone_holders(store: RunStore) -> None:
+    executing: list[str] = []
+
+    async def held(run: RunRecord) -> Outcome:
+        executing.append(run.id)
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    first = RunEngine(store, {"agent": held})
+    with anyio.fail_after(10):
+        async with serving(first):
+            live = add(store, "executing in the first engine")
+            while executing != [live.id]:
+                await anyio.sleep(0.01)
+            with store.db.transaction() as conn:  # as a process that died mid-run leaves it
+                abandoned = add(store, "left by a dead process")
+                conn.execute(
+                    "UPDATE runs SET status = 'running', lease_owner = 'gone', attempt = 1 WHERE id = ?",
+                    (abandoned.id,),
+                )
+            async with serving(RunEngine(store, {"agent": held})):  # boots while the first executes its run
+                now = store.get(live.id)
+                assert (now.status, now.lease_owner, now.attempt) == ("running", first.owner, 1)
+                while len(executing) < 2:
+                    await anyio.sleep(0.01)
+    assert executing == [live.id, abandoned.id], "each run executed once"
+    assert store.get(abandoned.id).attempt == 2
+
+
+@pytest.mark.anyio
 async def test_wake_from_a_worker_thread_starts_work_enqueued_behind_the_engines_back(store: RunStore) -> None:
     fake = Fake()
     engine = RunEngine(store, {"agent": fake}, poll_interval_s=60)  # so only the wake can start the run in time

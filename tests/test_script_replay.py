@@ -1,6 +1,7 @@
 """Script children's durability (HARNESS §9.3–§9.4): replay is deterministic, refusals are journaled, a call
-journaled without its result runs again once, fuel exhaustion cannot be caught or forged, results reach the parent
-exactly once, and `ctx.parallel` fans model children out at once and re-attaches to all of them after a restart."""
+journaled without its result is answered `interrupted` and never runs again, fuel exhaustion cannot be caught or
+forged, results reach the parent exactly once, and `ctx.parallel` fans model children out at once and re-attaches to
+all of them after a restart."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import anyio
 import pytest
 
 from mcp_harness.harness import Harness
-from mcp_harness.runs.outcomes import Succeeded
+from mcp_harness.runs.outcomes import INTERRUPTED, Failed, Succeeded
 from mcp_harness.runs.resolve import reconcile_at_boot
 from mcp_harness.runs.script import ScriptExecutor
 from mcp_harness.tools import delegate as delegate_verb
@@ -119,15 +120,44 @@ async def test_replay_continues_call_seq_after_the_journaled_prefix(h: Harness) 
     assert [seq for seq, _, _ in _shape(h, run_id)] == [1, 2, 3, 3, 4, 4, 5, 5, 6, 7]
 
 
-async def test_a_call_journaled_without_its_result_runs_again_under_the_same_seq(h: Harness) -> None:
+async def test_a_call_journaled_without_its_result_is_answered_interrupted_and_never_runs_again(h: Harness) -> None:
     source = 'def main(ctx):\n    return ctx.call("write", {"address": "~/memory/w.md", "content": "once"})\n'
     run_id = _spawn(h, source)
     await _finish(h, run_id)
+    memory = h.memory(h.agent()).root / "w.md"
+    memory.unlink()  # so a second execution of the write would show
     with h.db.transaction() as conn:  # died mid-call: the call is journaled, its result is not
         conn.execute("DELETE FROM run_journal WHERE run_id = ? AND kind = 'result'", (run_id,))
     outcome = await _replay(h, run_id)
-    assert isinstance(outcome, Succeeded)
-    assert [(seq, kind) for seq, kind, _ in _shape(h, run_id)] == [(1, "call"), (1, "result")]
+    assert isinstance(outcome, Failed) and outcome.code == "interrupted", outcome
+    assert outcome.message.startswith(INTERRUPTED) and outcome.detail == {"tool": "write", "callSeq": 1, "line": 2}
+    assert not memory.exists(), "the interrupted write ran again"
+    journal = h.runs.journal(run_id)
+    assert [(e["callSeq"], e["kind"]) for e in journal] == [(1, "call"), (1, "result")]
+    assert journal[1]["error"] == {"code": "interrupted", "message": INTERRUPTED}
+    assert await _replay(h, run_id) == outcome, "a later replay answers the same, from the journal"
+    assert len(h.runs.journal(run_id)) == 2
+
+
+CATCHES = """
+def main(ctx):
+    try:
+        ctx.call("write", {"address": "~/memory/w.md", "content": "once"})
+    except RuntimeError as e:
+        seen = ctx.call("read", {"address": "~/memory/w.md", "format": "json"})
+        return {"caught": str(e), "seen": seen["content"]}
+    return "not interrupted"
+"""
+
+
+async def test_a_script_can_catch_an_interrupted_call_and_verify_state(h: Harness) -> None:
+    run_id = _spawn(h, CATCHES)
+    assert (await _finish(h, run_id)).output == "not interrupted"
+    with h.db.transaction() as conn:  # died mid-write, after the write itself
+        conn.execute("DELETE FROM run_journal WHERE run_id = ? AND kind = 'result'", (run_id,))
+    outcome = await _replay(h, run_id)
+    assert outcome == Succeeded({"caught": f"interrupted: {INTERRUPTED}", "seen": "once"})
+    assert await _replay(h, run_id) == outcome
 
 
 REFUSED = """

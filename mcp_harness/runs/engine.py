@@ -3,7 +3,8 @@
 Executors decide what a run does; the engine decides when, how many at once, and what becomes of the outcome.
 Durable state lives in `RunStore`; the engine's memory holds only what executes right now. A crash or a cancelled
 `serve()` therefore leaves runs 'running' in the database, and the next boot sweep requeues them — shutdown and
-crash recovery are the same path.
+crash recovery are the same path. The engine is an instance (`store/instances.py`) whose id is the lease owner of
+its claims, so a process booting beside a live one requeues only the runs of engines that are gone.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp_harness.errors import HarnessError
 from mcp_harness.runs.outcomes import Canceled, Failed, Outcome
 from mcp_harness.runs.policy import RETRY_BASE_MS, RETRY_CAP_MS
+from mcp_harness.store import instances
 from mcp_harness.store._util import new_id, now_ms
 
 if TYPE_CHECKING:
@@ -63,6 +65,9 @@ class Executor(Protocol):
 
 FinalizedHook = Callable[["RunRecord"], Awaitable[None]]
 """Called on the event loop after every terminal commit, once per run."""
+BootHook = Callable[[frozenset[str]], None]
+"""Called once at `serve` start, blocking, in the boot sweep's transaction (before any claim), with the ids of the
+live instances (`store/instances.py`): for the work of dead ones that is not a run, such as their open calls."""
 
 
 @dataclass(eq=False, slots=True)
@@ -111,6 +116,7 @@ class RunEngine:
         self._lock = anyio.Lock()
         self._wake_socket: socket.socket | None = None
         self._lane: tuple[object, anyio.CapacityLimiter] | None = None
+        self._beat_due = 0
 
     # -- the store lane ----------------------------------------------------------------------------------------
 
@@ -135,8 +141,14 @@ class RunEngine:
 
     # -- serving -----------------------------------------------------------------------------------------------
 
-    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Sweep interrupted runs back to the queue, then pump until cancelled. Start it with `tg.start`."""
+    async def serve(
+        self,
+        *,
+        at_boot: BootHook | None = None,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Sweep interrupted runs back to the queue (and run `at_boot`), then pump until cancelled. Start it with
+        `tg.start`."""
         if self._wake_socket is not None:
             raise RuntimeError("This RunEngine is already serving.")
         # A self-pipe: writing a byte never blocks and works from any thread, so wake() needs no event-loop token.
@@ -144,10 +156,11 @@ class RunEngine:
         reader.setblocking(False)
         writer.setblocking(False)
         self._wake_socket = writer
+        instances.here(self.owner)
         try:
-            swept = await self.offload(self.store.sweep_at_boot)
+            swept = await self.offload(self._boot, at_boot)
             if swept:
-                logger.info("Requeued %d run(s) left running by the previous process", len(swept))
+                logger.info("Requeued %d run(s) left running by a process that is gone", len(swept))
             async with anyio.create_task_group() as tg:
                 task_status.started()
                 await self._pump(tg, reader)
@@ -155,6 +168,40 @@ class RunEngine:
             self._wake_socket = None
             writer.close()
             reader.close()
+            with anyio.CancelScope(shield=True):
+                await self.offload(self._leave)
+
+    def _boot(self, at_boot: BootHook | None) -> list[str]:
+        """One transaction before the pump claims anything: this engine's instance row, then the sweep of what
+        dead instances left (their runs requeued, then `at_boot` with the live instance ids). Blocking."""
+        db = self.store.db
+        with db.transaction() as conn:
+            # Registered first, so a process booting beside this one sees it alive from now on.
+            instances.touch(conn, [self.owner, db.instance_id])
+            live = instances.sweep(conn)
+            swept = self.store.sweep_at_boot(live)
+            if at_boot is not None:
+                try:
+                    with db.transaction():
+                        at_boot(live)
+                except Exception:  # the sweep stands; what the hook did not finish waits for the next boot
+                    logger.exception("The boot hook failed")
+        self._beat_due = now_ms() + instances.HEARTBEAT_MS
+        return swept
+
+    def _heartbeat(self) -> None:
+        db = self.store.db
+        with db.transaction() as conn:
+            instances.touch(conn, [self.owner, db.instance_id])
+        self._beat_due = now_ms() + instances.HEARTBEAT_MS
+
+    def _leave(self) -> None:
+        """Serving stopped: the runs still marked running here are nobody's now (the next boot requeues them)."""
+        try:
+            with self.store.db.transaction() as conn:
+                instances.gone(conn, self.owner)
+        except sqlite3.Error:  # the database is closed already: the row only ages, as a dead process's does
+            instances.gone(None, self.owner)
 
     def wake(self) -> None:
         """Ask the pump for a pass now. Safe from the event loop and from worker threads; a no-op when stopped."""
@@ -169,6 +216,8 @@ class RunEngine:
     async def _pump(self, tg: TaskGroup, reader: socket.socket) -> None:
         while True:
             try:
+                if now_ms() >= self._beat_due:
+                    await self.offload(self._heartbeat)
                 delay = await self._pass(tg)
             except (HarnessError, sqlite3.Error):
                 logger.exception("The run pump failed; trying again shortly")
@@ -441,4 +490,4 @@ def _discard(waiters: dict[str, list[_Waiter]], run_id: str, waiter: _Waiter) ->
         del waiters[run_id]
 
 
-__all__ = ["Executor", "FinalizedHook", "RunEngine"]
+__all__ = ["BootHook", "Executor", "FinalizedHook", "RunEngine"]

@@ -49,5 +49,12 @@ class Canceled:
 
 Outcome = Succeeded | Failed | Parked | Canceled
 
+INTERRUPTED = (
+    "Interrupted by a service restart before this tool finished; whether its side effects happened is unknown. "
+    "Verify state before retrying."
+)
+"""The answer to a call that a crash or shutdown cut short (HARNESS §8): what a transcript records in its place,
+and what a script's replay raises for it (code `interrupted`)."""
 
-__all__ = ["Canceled", "Failed", "Outcome", "Parked", "Succeeded"]
+
+__all__ = ["INTERRUPTED", "Canceled", "Failed", "Outcome", "Parked", "Succeeded"]

@@ -2,25 +2,25 @@
 requeued when its last child resolves, plan steps settle, and interrupted calls are answered (HARNESS §6–§8).
 
 Each delivery is one transaction that checks for an existing result first, so a crash at any point, followed by
-the boot reconciliation, delivers every result once and only once.
+the boot reconciliation, delivers every result once and only once. Every logged call gets its answer: at boot, the
+calls left open by instances that are gone (read from `open_calls`, never from the logs) are answered before the
+engine claims anything (`answer_orphaned`), and before a turn its session's leftovers are (`reconcile_session`).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import cbor2
-
+from mcp_harness.runs.outcomes import INTERRUPTED
+from mcp_harness.store import instances
 from mcp_harness.tools.delegate import result_of
 from mcp_harness.tools.plan import mark_done_by_runtime, settle
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from mcp_harness.harness import Harness
+    from mcp_harness.store.open_calls import OpenCall
     from mcp_harness.store.runs import RunRecord
-    from mcp_harness.store.sessions import EventRecord
 
 logger = logging.getLogger(__name__)
 
@@ -32,27 +32,9 @@ LATE_NOTICE = (
 )
 
 
-def _unanswered_calls(
-    harness: Harness, session_id: str, events: Iterable[EventRecord] | None = None
-) -> list[dict[str, Any]]:
-    """Non-user tool calls of the session without a result, in order (from `events` when the caller has them)."""
-    if events is None:
-        with harness.db.reading() as conn:
-            rows = conn.execute(
-                "SELECT type, actor, event_cbor FROM session_events WHERE session_id = ? AND type IN "
-                "('tool_call', 'tool_result') ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-        items = [(row["type"], row["actor"], cbor2.loads(row["event_cbor"])) for row in rows]
-    else:
-        items = [(e.type, e.actor, e.payload) for e in events if e.type in ("tool_call", "tool_result")]
-    calls: dict[str, dict[str, Any]] = {}
-    for kind, actor, payload in items:
-        if kind == "tool_call" and actor != "user":
-            calls[payload["id"]] = payload
-        elif kind == "tool_result":
-            calls.pop(payload.get("toolCallId", ""), None)
-    return list(calls.values())
+def _unanswered_calls(harness: Harness, session_id: str) -> list[OpenCall]:
+    """Non-user tool calls of the session without a result, in order."""
+    return [call for call in harness.sessions.open_calls(session_id) if call.actor != "user"]
 
 
 def parent_session_of(harness: Harness, child: RunRecord) -> str | None:
@@ -96,36 +78,56 @@ def _wake_script_parent(harness: Harness, child: RunRecord) -> str | None:
         return parent.id
 
 
-def pending_spawns(harness: Harness, session_id: str, events: Iterable[EventRecord] | None = None) -> set[str]:
+def pending_spawns(harness: Harness, session_id: str) -> set[str]:
     """Delegate calls on the session whose child is still live."""
     pending: set[str] = set()
-    for call in _unanswered_calls(harness, session_id, events):
-        if call.get("name") == "delegate":
-            child = _child_for(harness, session_id, call["id"])
+    for call in _unanswered_calls(harness, session_id):
+        if call.name == "delegate":
+            child = _child_for(harness, session_id, call.call_id)
             if child is not None and child.status in LIVE:
-                pending.add(call["id"])
+                pending.add(call.call_id)
     return pending
 
 
-def reconcile_session(harness: Harness, session_id: str, *, interrupted_text: str) -> None:
-    """Before a turn: deliver children that finished unheard, and answer calls a restart interrupted."""
-    for call in _unanswered_calls(harness, session_id):
-        if call.get("name") == "delegate":
-            child = _child_for(harness, session_id, call["id"])
-            if child is not None and child.status in LIVE:
-                continue
-            if child is not None:
-                deliver(harness, child)
-                continue
-        event = {
-            "type": "tool_result",
-            "toolCallId": call["id"],
-            "name": call.get("name", ""),
-            "error": interrupted_text,
-        }
-        with harness.db.transaction():
-            if call["id"] not in harness.sessions.answered_calls(session_id, [call["id"]]):
-                harness.sessions.append(session_id, event, "system")
+def reconcile_session(harness: Harness, session_id: str, *, interrupted_text: str = INTERRUPTED) -> None:
+    """Before a turn: deliver children that finished unheard, and answer calls a restart interrupted. A call
+    another live process opened (a client bound to this session there) is still running: it is left alone."""
+    calls = _unanswered_calls(harness, session_id)
+    mine = harness.db.instance_id
+    others = {c.instance_id for c in calls if c.instance_id is not None and c.instance_id != mine}
+    if others:
+        with harness.db.reading() as conn:
+            working = instances.alive(conn, others)
+        calls = [c for c in calls if c.instance_id not in working]
+    for call in calls:
+        _answer(harness, call, interrupted_text)
+
+
+def answer_orphaned(harness: Harness, live: frozenset[str]) -> None:
+    """The boot hook (`RunEngine.serve(at_boot=…)`): in the boot sweep's transaction, before anything is claimed,
+    every call in every session that an instance now gone left open gets its answer, once, from `system` — a
+    finished child's result, else the interrupted error — unless a run will still answer it: a delegate (model,
+    task or script child) whose child run is live. Reads only the open calls, never the logs. Blocking."""
+    for call in harness.sessions.orphaned_calls(live):
+        try:
+            with harness.db.transaction():  # a savepoint: one call that cannot be answered leaves the others be
+                _answer(harness, call, INTERRUPTED)
+        except Exception:
+            logger.exception("answering call %s of session %s at boot failed", call.call_id, call.session_id)
+
+
+def _answer(harness: Harness, call: OpenCall, interrupted_text: str) -> None:
+    if call.name == "delegate":
+        child = _child_for(harness, call.session_id, call.call_id)
+        if child is not None and child.status in LIVE:
+            return
+        if child is not None:
+            deliver(harness, child)
+            return
+    event = {"type": "tool_result", "toolCallId": call.call_id, "name": call.name, "error": interrupted_text}
+    with harness.db.transaction():
+        if call.call_id not in harness.sessions.answered_calls(call.session_id, [call.call_id]):
+            harness.sessions.append(call.session_id, event, "system")
 
 
 def deliver(harness: Harness, child: RunRecord) -> str | None:
@@ -209,13 +211,25 @@ async def on_finalized(harness: Harness, run: RunRecord) -> None:
 
 
 async def reconcile_at_boot(harness: Harness) -> None:
-    """After the boot sweep: deliver children that finished while their parents' delivery was cut short."""
+    """After the boot sweep: deliver children that finished while their parents' delivery was cut short.
+
+    Only children whose call is still open: one already answered needs nothing (delivering it again would only
+    leave a late-result notice in its session at every boot), and the open calls are few however long the history.
+    """
+
+    def owed(child: RunRecord) -> bool:
+        if child.parent_tool_call_id is None:
+            return True  # a script's model child: its end wakes the script, which answers no call
+        parent_session = parent_session_of(harness, child)
+        return parent_session is not None and not harness.sessions.answered_calls(
+            parent_session, [child.parent_tool_call_id]
+        )
 
     def work() -> list[str]:
         requeued: list[str] = []
         for parent in harness.runs.waiting_on_children():
             for child in harness.runs.children(parent.id):
-                if child.status in TERMINAL:
+                if child.status in TERMINAL and owed(child):
                     rid = deliver(harness, child)
                     if rid:
                         requeued.append(rid)
@@ -224,8 +238,9 @@ async def reconcile_at_boot(harness: Harness) -> None:
             orphans = [
                 row[0]
                 for row in conn.execute(
-                    "SELECT id FROM runs WHERE parent_run_id IS NULL AND parent_tool_call_id IS NOT NULL "
-                    "AND status IN ('succeeded', 'failed', 'canceled')"
+                    "SELECT r.id FROM open_calls c JOIN runs r ON r.parent_tool_call_id = c.call_id "
+                    "WHERE c.name = 'delegate' AND r.parent_run_id IS NULL "
+                    "AND r.status IN ('succeeded', 'failed', 'canceled')"
                 )
             ]
         for run_id in orphans:

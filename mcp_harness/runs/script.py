@@ -3,7 +3,8 @@
 Every execution runs the script from the start in a fresh interpreter. Each `ctx` operation is answered from the
 run's content-keyed journal when the journal has its result, and executed (and journaled) otherwise
 (`script_ops.py`, `script_blocks.py`, `script_journal.py`), so a script that parked on model children, or was
-requeued by the boot sweep after a crash, replays to exactly where it stopped without repeating a finished effect.
+requeued by the boot sweep after a crash, replays to exactly where it stopped without repeating an effect: a call
+the crash cut short is answered `interrupted`, never run twice.
 
 While model children work the script run parks (`{reason: children, childRunIds}`) and holds no task; the last of
 their terminal commits requeues it (`resolve._wake_script_parent`).

@@ -1,11 +1,15 @@
 """The ctx operations of a script (HARNESS §9.2–§9.4): each is answered from the journal when it holds the
 effect's result, and executed and journaled otherwise.
 
-A tool call journaled without its result (the process died mid-call) runs again under the same `callSeq`:
-at-least-once. A model child journaled with its run id is re-attached to, never spawned twice; a refused spawn is
-journaled with its refusal, so a replay refuses identically. `ctx.parallel` runs its thunks in turn; a thunk that
-reaches a model child still working stops there (`pending`), and once every thunk had its turn the script parks on
-all of those children at once (`script_blocks.py`).
+Every effect is at most once. A tool call's intent is journaled before it starts; one journaled without its result
+(the process stopped mid-call) is never run again: the replay answers it with an `interrupted` error (a
+`RuntimeError` the script may catch; uncaught, the run fails with that code), journaled so that every later replay
+answers the same. A model child is spawned and journaled with its run id in one transaction, so it is re-attached
+to, never spawned twice; a refused spawn is journaled with its refusal, so a replay refuses identically. (The same
+holds inside `ctx.parallel`, whose calls are these.)
+
+`ctx.parallel` runs its thunks in turn; a thunk that reaches a model child still working stops there (`pending`),
+and once every thunk had its turn the script parks on all of those children at once (`script_blocks.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp_harness.errors import BadRequest, HarnessError
-from mcp_harness.runs.outcomes import Parked
+from mcp_harness.runs.outcomes import INTERRUPTED, Parked
 from mcp_harness.runs.script_journal import TERMINAL, Answer, Execution, Stop, child_result, json_safe, key_json
 from mcp_harness.runs.script_tools import run_tool
 from mcp_harness.store._util import now_ms
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PENDING = "pending: this thunk waits for a model child; ctx.parallel runs it again once the child has ended"
+INTERRUPTED_RESULT: dict[str, Any] = {"status": "error", "error": {"code": "interrupted", "message": INTERRUPTED}}
 
 
 class ScriptOps:
@@ -123,12 +128,14 @@ class ScriptOps:
         if group is not None and (result := group.first("result")) is not None:
             return self.answer(ex, result, tool=name, callSeq=group.call_seq)
         if group is not None:
-            seq = group.call_seq  # journaled without a result: the effect may or may not have happened; run again
+            # Journaled without a result: the process stopped mid-call, and the effect may or may not have happened.
+            # Never run it again; the answer is journaled so that every later replay gives the same one.
+            seq, result = group.call_seq, INTERRUPTED_RESULT
         else:
             seq = ex.journal.new_seq()
             call = {"callSeq": seq, "kind": "call", "key": key, "op": "tool", "tool": name, "input": tool_input}
             await self.append(ex, [call])
-        result = await run_tool(self.harness, ex, name, tool_input or {})  # pyright: ignore[reportUnknownArgumentType]
+            result = await run_tool(self.harness, ex, name, tool_input or {})  # pyright: ignore[reportUnknownArgumentType]
         await self.append(ex, [{"callSeq": seq, "kind": "result", "key": key, **result}])
         return self.answer(ex, result, tool=name, callSeq=seq)
 
@@ -221,4 +228,4 @@ def _open_step(run: RunRecord, ex: Execution) -> dict[str, Any]:
     return {"id": found["id"] if found else None, "label": label}  # pyright: ignore[reportUnknownVariableType]
 
 
-__all__ = ["PENDING", "ScriptOps"]
+__all__ = ["INTERRUPTED_RESULT", "PENDING", "ScriptOps"]

@@ -17,6 +17,8 @@ from typing import TypeVar
 import anyio.to_thread
 
 from mcp_harness.errors import StorageError
+from mcp_harness.store import instances
+from mcp_harness.store._util import new_id
 
 T = TypeVar("T")
 
@@ -46,6 +48,9 @@ class Database:
         self._after_commit: list[tuple[int, Callable[[], None]]] = []
         with self._lock:
             migrate(self._conn)
+        self.instance_id = new_id()
+        """Who opens the tool calls this connection logs (`store/instances.py`): alive until `close`."""
+        instances.here(self.instance_id)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -121,4 +126,10 @@ class Database:
 
     def close(self) -> None:
         with self._lock:
+            # Calls still open are nobody's now: the next boot answers them, as after a crash.
+            try:
+                busy = self._conn.in_transaction
+            except sqlite3.ProgrammingError:  # closed already
+                busy = True
+            instances.gone(None if busy else self._conn, self.instance_id)
             self._conn.close()

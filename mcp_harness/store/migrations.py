@@ -10,6 +10,8 @@ import sqlite3
 import time
 from collections.abc import Callable
 
+import cbor2
+
 from mcp_harness.errors import StorageError
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -297,6 +299,57 @@ def m007_run_journal(conn: sqlite3.Connection) -> None:
         ) WITHOUT ROWID
         """,
     )
+
+
+@migration
+def m008_open_calls(conn: sqlite3.Connection) -> None:
+    # Every logged `tool_call` gets an answer, even across a crash. The calls still owed one are kept here, in the
+    # transaction of the event append (a row per `tool_call`, deleted by its `tool_result`), so a boot finds them
+    # without decoding a log that only grows; `instance_id` says who opened each (`store/instances.py`), so a
+    # process booting beside a live one answers only the calls of dead ones. The backfill decodes the log this once.
+    _execute_all(
+        conn,
+        """
+        CREATE TABLE instances (
+            id TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            proc_start TEXT,
+            started_at INTEGER NOT NULL,
+            heartbeat_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE open_calls (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            call_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            instance_id TEXT,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (session_id, call_id)
+        ) WITHOUT ROWID
+        """,
+    )
+    rows = conn.execute(
+        "SELECT session_id, seq, type, actor, event_cbor, created_at FROM session_events "
+        "WHERE type IN ('tool_call', 'tool_result') ORDER BY session_id, seq"
+    )
+    owed: dict[tuple[str, str], tuple[int, str, str, int]] = {}
+    for session_id, seq, kind, actor, blob, created_at in rows:
+        payload = cbor2.loads(blob)
+        if kind == "tool_call":
+            # A repeated id keeps its first place, as a transcript replay does.
+            first = owed.get((session_id, payload["id"]), (seq, "", "", created_at))
+            owed[(session_id, payload["id"])] = (first[0], str(payload.get("name") or ""), actor, first[3])
+        else:
+            owed.pop((session_id, str(payload.get("toolCallId") or "")), None)
+    conn.executemany(
+        "INSERT INTO open_calls (session_id, call_id, seq, name, actor, instance_id, created_at) "
+        "VALUES (?, ?, ?, ?, ?, NULL, ?)",
+        [(sid, cid, seq, name, actor, ts) for (sid, cid), (seq, name, actor, ts) in owed.items()],
+    )
+
 
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""

@@ -26,6 +26,7 @@ from mcp_harness.runs.policy import (
     usage_delta,
 )
 from mcp_harness.runs.records import LIVE, TERMINAL, RunKind, RunOrigin, RunQueue, RunRecord, RunStatus
+from mcp_harness.store import instances
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.db import Database
 
@@ -335,14 +336,18 @@ class RunStore:
             ).fetchone()
         return None if row is None else _record(row)
 
-    def sweep_at_boot(self) -> list[str]:
-        """Requeue every claimed/running run: at boot nothing executes, so those rows were left by a crash or a
-        shutdown. The lease is cleared; the attempt count is kept (the next claim adds one)."""
+    def sweep_at_boot(self, live: Collection[str] | None = None) -> list[str]:
+        """Requeue every claimed/running run whose holder is gone: its lease owner is none of the `live` instances
+        (read from `instances` when not given; see `store/instances.py`). Those rows were left by a crash or a
+        shutdown; the runs of another process still serving on this data dir are left to it. The lease is cleared;
+        the attempt count is kept (the next claim adds one)."""
         with self.db.transaction() as conn:
+            held = instances.alive(conn) if live is None else live
+            condition, args = instances.not_in("lease_owner", held)
             rows = conn.execute(
                 "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ? "
-                "WHERE status IN ('claimed', 'running') RETURNING id",
-                (now_ms(),),
+                f"WHERE status IN ('claimed', 'running') AND {condition} RETURNING id",
+                (now_ms(), *args),
             ).fetchall()
         return [str(r[0]) for r in rows]
 

@@ -1,17 +1,23 @@
-"""Sessions and their append-only, actor-stamped event logs, plus each session's live plan."""
+"""Sessions and their append-only, actor-stamped event logs, plus each session's live plan.
+
+Every append also keeps `open_calls` (the calls still owed a result, `store/open_calls.py`) in step, in its own
+transaction.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import cbor2
 
 from mcp_harness.errors import NotFound
+from mcp_harness.store import open_calls
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.db import Database
+from mcp_harness.store.open_calls import OpenCall
 
 Actor = Literal["user", "agent", "system", "trigger"]
 SessionKind = Literal["conversation", "standing", "child"]
@@ -198,6 +204,7 @@ class SessionStore:
                         created_at=ts,
                     )
                 )
+            open_calls.track(conn, session_id, [(r.payload, r.actor, r.seq) for r in records], self.db.instance_id, ts)
             conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
         return records
 
@@ -229,20 +236,20 @@ class SessionStore:
             conn.execute("UPDATE sessions SET plan_cbor = ?, updated_at = ? WHERE id = ?", (data, now_ms(), session_id))
 
     def answered_calls(self, session_id: str, call_ids: Sequence[str]) -> set[str]:
-        """Which of `call_ids` already have a `tool_result` on the session."""
-        if not call_ids:
-            return set()
-        wanted = set(call_ids)
-        found: set[str] = set()
+        """Which of `call_ids` (calls logged on the session) already have their `tool_result`."""
         with self.db.reading() as conn:
-            rows = conn.execute(
-                "SELECT event_cbor FROM session_events WHERE session_id = ? AND type = 'tool_result'", (session_id,)
-            ).fetchall()
-        for row in rows:
-            call_id = cbor2.loads(row[0]).get("toolCallId")
-            if call_id in wanted:
-                found.add(call_id)
-        return found
+            still_open = open_calls.among(conn, session_id, call_ids)
+        return set(call_ids) - still_open
+
+    def open_calls(self, session_id: str) -> list[OpenCall]:
+        """The session's calls without a result yet, in log order."""
+        with self.db.reading() as conn:
+            return open_calls.in_session(conn, session_id)
+
+    def orphaned_calls(self, live: Collection[str]) -> list[OpenCall]:
+        """Calls without a result, in every session, that no `live` instance opened (see `store/instances.py`)."""
+        with self.db.reading() as conn:
+            return open_calls.orphaned(conn, live)
 
     def count_children(self, session_id: str) -> int:
         """Sessions started from this one (awaited children and detached ones alike)."""

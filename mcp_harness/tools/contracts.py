@@ -15,7 +15,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds
+from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds, surrogate_paths
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -588,6 +588,10 @@ def input_errors(name: str, arguments: dict[str, Any]) -> list[str]:
     """Schema violations of a verb's input as `$.path: message` lines (empty when valid)."""
     if depth_exceeds(arguments, MAX_INPUT_DEPTH):
         return [f"$: the input nests deeper than {MAX_INPUT_DEPTH} levels of objects and arrays (the limit)"]
+    broken = surrogate_paths(arguments)
+    if broken:
+        # JSON can escape a lone surrogate (\ud800) that no UTF-8 text, file or log can hold.
+        return [f"{path}: holds a lone surrogate, which is not valid Unicode; send valid UTF-8 text" for path in broken]
     out: list[str] = []
     for err in sorted(VALIDATORS[name].iter_errors(arguments), key=lambda e: list(e.absolute_path)):
         path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)

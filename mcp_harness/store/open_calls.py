@@ -1,0 +1,104 @@
+"""The logged tool calls still owed a result (`open_calls`, migration m008), kept by `SessionStore.append_many`.
+
+A `tool_call` event inserts its row and its `tool_result` deletes it, in the append's own transaction, so the table
+is exactly "calls without a result" and stays as small as the work in flight: finding what a crash left unanswered
+reads this table, never the log. Each row names the instance that opened it (`store/instances.py`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_harness.store import instances
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCall:
+    session_id: str
+    call_id: str
+    name: str
+    actor: str
+    instance_id: str | None
+    """The instance that logged the call; None for calls logged before m008 (their opener is unknown: dead)."""
+
+
+def track(
+    conn: sqlite3.Connection,
+    session_id: str,
+    appended: Sequence[tuple[dict[str, Any], str, int]],
+    instance: str,
+    ts: int,
+) -> None:
+    """Keep the table in step with events just appended (`(payload, actor, seq)`, in the append's transaction). A
+    call answered in the same batch (a quick verb's call and result, committed together) is never open: it gets no
+    row, and its holder's row is not touched for it."""
+    answered_later: set[tuple[int, str]] = set()
+    results: set[str] = set()
+    for i in range(len(appended) - 1, -1, -1):
+        payload = appended[i][0]
+        if payload["type"] == "tool_result":
+            results.add(str(payload.get("toolCallId") or ""))
+        elif payload["type"] == "tool_call" and payload["id"] in results:
+            answered_later.add((i, payload["id"]))
+    touched = False
+    for i, (payload, actor, seq) in enumerate(appended):
+        if payload["type"] == "tool_call":
+            call_id = payload["id"]
+            if (i, call_id) in answered_later:
+                continue
+            if not touched:
+                instances.touch(conn, [instance])
+                touched = True
+            # A repeated call id keeps its first place in the log, as a transcript replay orders it.
+            conn.execute(
+                "INSERT INTO open_calls (session_id, call_id, seq, name, actor, instance_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id, call_id) DO UPDATE SET name = excluded.name, "
+                "actor = excluded.actor, instance_id = excluded.instance_id",
+                (session_id, call_id, seq, str(payload.get("name") or ""), actor, instance, ts),
+            )
+        elif payload["type"] == "tool_result":
+            conn.execute(
+                "DELETE FROM open_calls WHERE session_id = ? AND call_id = ?",
+                (session_id, str(payload.get("toolCallId") or "")),
+            )
+
+
+def _open(row: sqlite3.Row) -> OpenCall:
+    return OpenCall(
+        session_id=row["session_id"],
+        call_id=row["call_id"],
+        name=row["name"],
+        actor=row["actor"],
+        instance_id=row["instance_id"],
+    )
+
+
+def in_session(conn: sqlite3.Connection, session_id: str) -> list[OpenCall]:
+    """The session's open calls, in log order."""
+    rows = conn.execute("SELECT * FROM open_calls WHERE session_id = ? ORDER BY seq", (session_id,)).fetchall()
+    return [_open(r) for r in rows]
+
+
+def among(conn: sqlite3.Connection, session_id: str, call_ids: Sequence[str]) -> set[str]:
+    """Which of `call_ids` are open on the session."""
+    wanted = sorted(set(call_ids))
+    if not wanted:
+        return set()
+    marks = ", ".join("?" for _ in wanted)
+    rows = conn.execute(
+        f"SELECT call_id FROM open_calls WHERE session_id = ? AND call_id IN ({marks})", (session_id, *wanted)
+    ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def orphaned(conn: sqlite3.Connection, live: Collection[str]) -> list[OpenCall]:
+    """Open calls, in every session, whose opener is not among the `live` instances; by session, in log order."""
+    condition, args = instances.not_in("instance_id", live)
+    rows = conn.execute(f"SELECT * FROM open_calls WHERE {condition} ORDER BY session_id, seq", args).fetchall()
+    return [_open(r) for r in rows]
+
+
+__all__ = ["OpenCall", "among", "in_session", "orphaned", "track"]
