@@ -1,7 +1,8 @@
 """The one error tree of the harness.
 
 Every refusal a verb can make is a `HarnessError` carrying an HTTP-style status, so the MCP front, the CLI and
-later HTTP routes all map it the same way. Messages name what was wrong and what is accepted.
+later HTTP routes all map it the same way. Messages name what was wrong and what is accepted. Codes are kebab-case,
+like the run error codes (`output-schema`, `config-error`, `interrupted`), so a client meets one style.
 
 ```
 * HarnessError
@@ -39,7 +40,7 @@ class BadRequest(HarnessError):
     """The input is malformed, out of bounds, or names an unsupported form."""
 
     status = 400
-    code = "bad_request"
+    code = "bad-request"
 
 
 class Forbidden(HarnessError):
@@ -53,7 +54,7 @@ class NotFound(HarnessError):
     """The address or id names nothing."""
 
     status = 404
-    code = "not_found"
+    code = "not-found"
 
 
 class Conflict(HarnessError):
@@ -67,7 +68,7 @@ class TooLarge(HarnessError):
     """A size limit was exceeded."""
 
     status = 413
-    code = "too_large"
+    code = "too-large"
 
 
 class Upstream(HarnessError):

@@ -50,6 +50,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 LOCAL_ACCOUNT = "local"
+CANCELED_TEXT = (
+    "Canceled before it finished; whether its side effects happened is unknown. Verify state before retrying."
+)
 
 SyncVerb = Callable[[VerbContext, dict[str, Any]], VerbResult]
 
@@ -397,6 +400,14 @@ class Harness:
         except OSError as exc:
             logger.exception("verb %s failed on disk", verb)
             error = HarnessError(f"{verb} failed: {exc.strerror or exc}.")
+        except anyio.get_cancelled_exc_class():
+            # The caller gave up (or the run was canceled): the call still gets its one answer, now, rather than an
+            # "interrupted" one at the next boot. A child's own delivery may have answered it first; that one stands.
+            if ctx.session_id is not None:
+                outcome = _outcome(verb, call_id, None, HarnessError(CANCELED_TEXT))
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
+            raise
         if ctx.session_id is not None and (answer or error is not None):
             data = result if isinstance(result, VerbResult) else None
             outcome = _outcome(verb, call_id, data, error)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,6 +29,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="seed of the crash suite's random workload and kill moments (printed when it fails), to replay a run",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Suites that size themselves at import (the fuzz suite's hypothesis settings) read `--long` from here.
+    if config.getoption("--long"):
+        os.environ["MCP_HARNESS_LONG"] = "1"
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's own ~/.config/mcp-harness/config.toml (or MCP_HARNESS_CONFIG) must not leak into the suite."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+    monkeypatch.delenv("MCP_HARNESS_CONFIG", raising=False)
 
 
 @pytest.fixture

@@ -220,3 +220,18 @@ async def test_without_bubblewrap_execute_and_lambdas_are_not_offered(
             assert (await call(c, "read", {"address": "~/self"}))["grants"]["callableTools"] == []
     finally:
         harness.close()
+
+
+async def test_a_call_the_client_cancels_is_answered_at_once(harness: Harness) -> None:
+    """A cancelled call gets its one answer when it is cancelled, not an "interrupted" one at the next boot."""
+    async with Client(build_server(harness), mode="legacy") as c:
+        with anyio.move_on_after(1.0):
+            await c.call_tool("call", execute("sleep 20", runtime="shell"))
+        session = harness.sessions.list(harness.account_id)[0]
+        with anyio.fail_after(10):
+            while not (results := [e for e in harness.sessions.events(session.id) if e.type == "tool_result"]):
+                await anyio.sleep(0.05)
+    calls = [e for e in harness.sessions.events(session.id) if e.type == "tool_call"]
+    assert [r.payload["toolCallId"] for r in results] == [calls[0].payload["id"]]
+    assert results[0].payload["error"].startswith("Canceled before it finished")
+    assert harness.sessions.open_calls(session.id) == []

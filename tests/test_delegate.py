@@ -137,6 +137,8 @@ async def test_schema_errors_are_self_corrected_then_retries_run_out(client: Cli
         failed = await call(client, "delegate", {"brief": "Never valid", "output": ANSWER})
     assert failed["status"] == "failed"
     assert failed["error"]["code"] == "output-schema"
+    # The failure says why the last try was rejected, so the caller can fix the brief or the schema.
+    assert "the last one was rejected for: $.answer: expected integer" in failed["error"]["message"]
 
 
 async def test_children_of_one_reply_run_at_the_same_time(client: Client, scripted: Harness) -> None:

@@ -113,7 +113,7 @@ async def test_listing_shapes_and_summaries(client: Client) -> None:
 
 async def test_missing_file_reports_the_file_error(client: Client) -> None:
     error = await refused(client, "read", {"address": "~/memory/nope.txt"})
-    assert error == {"code": "not_found", "status": 404, "message": "Memory file not found: nope.txt"}
+    assert error == {"code": "not-found", "status": 404, "message": "Memory file not found: nope.txt"}
     await call(client, "write", {"address": "~/memory/f.txt", "content": "x"})
     error = await refused(client, "read", {"address": "~/memory/f.txt/"})
     assert error["status"] == 400 and "is a file" in error["message"]

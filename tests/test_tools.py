@@ -231,12 +231,12 @@ async def test_a_crashing_lambda_is_the_tool_failing_not_a_bad_request(client: C
     crash = {**ECHO_TOOL, "source": "def main(input):\n    raise ValueError('boom')\n"}
     await call(client, "write", {"address": "~/tools/crash", "content": json.dumps(crash)})
     error = await refused(client, "call", {"tool": "crash", "input": {"x": 1}})
-    assert (error["status"], error["code"]) == (502, "tool_failed")
+    assert (error["status"], error["code"]) == (502, "tool-failed")
     assert error["message"].startswith("Tool crash failed (exit 1).") and "ValueError: boom" in error["message"]
     liar = {**ECHO_TOOL, "output": {"type": "object", "properties": {"x": {"type": "string"}}}}
     await call(client, "write", {"address": "~/tools/liar", "content": json.dumps(liar)})
     error = await refused(client, "call", {"tool": "liar", "input": {"x": 1}})
-    assert (error["status"], error["code"]) == (502, "tool_failed")
+    assert (error["status"], error["code"]) == (502, "tool-failed")
     miss = await call(client, "call", {"tool": "crash", "input": {"x": "one"}})  # the caller's mistake: no error
     assert miss["summary"].startswith("Input for crash did not match its contract")
 

@@ -57,6 +57,8 @@ class Turn:
     delivered: bool = False
     payload: Any = None
     result_failures: int = 0
+    last_result_errors: list[str] = dataclasses.field(default_factory=list)
+    """Why the last `return_result` was rejected: a failed typed child reports it."""
     last_text: str = ""
     owed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     """Obligations still open when a reply called no tools (computed with the reply's write: one trip)."""
@@ -237,7 +239,12 @@ class AgentExecutor:
             if turn.delivered:
                 return Succeeded(turn.payload)
             if turn.result_failures >= MAX_RETURN_RESULT_TRIES:
-                return Failed(code="output-schema", message="Sub-session could not produce a schema-valid result")
+                return Failed(
+                    code="output-schema",
+                    message="Sub-session could not produce a schema-valid result; the last one was rejected for: "
+                    + "; ".join(turn.last_result_errors),
+                    detail={"validationErrors": turn.last_result_errors},
+                )
             if spawned:
                 engine.wake()
                 if parked is None:
@@ -401,6 +408,7 @@ class AgentExecutor:
             self._log_pair(turn.run.session_id, call, VerbResult.of({"accepted": True}), None)
             return
         turn.result_failures += 1
+        turn.last_result_errors = errors
         if turn.result_failures >= MAX_RETURN_RESULT_TRIES:
             message = f"Result rejected (attempt limit reached): {'; '.join(errors)}."
         else:

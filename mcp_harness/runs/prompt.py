@@ -35,10 +35,11 @@ def space_index(harness: Harness, agent: AgentRecord) -> str:
 
     records = visible_documents(harness, agent)
     tool_lines = [f"- {r.name} — {r.document.summary}{' (authored)' if r.kind == 'lambda' else ''}" for r in records]
-    listing = harness.memory(agent).list_dir("")
-    entries = [e.path + ("/" + f"({e.entry_count})" if e.type == "dir" else "") for e in listing.entries]
-    shown = " · ".join(entries[:12]) + (" · …" if len(entries) > 12 else "")
-    count = len(listing.entries)
+    page = harness.memory(agent).page_dir("", None, 12)  # stats a dozen entries, however large the root is
+    # A name is whatever code in the sandbox made it: escaped, so it cannot forge the framing around it.
+    entries = [escape_framing(e.path) + (f"/({e.entry_count})" if e.type == "dir" else "") for e in page.entries]
+    shown = " · ".join(entries) + (" · …" if page.next_after is not None else "")
+    count = page.total_entries
     memory_line = f"memory/ — {count} entr{'y' if count == 1 else 'ies'}: {shown}" if entries else "memory/ — empty"
     full = "\n".join(
         [

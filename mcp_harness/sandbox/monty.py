@@ -102,7 +102,7 @@ class _HarnessCtx:
                 out.append({{"ok": True, "value": r[1]}})
             else:
                 text = str(r[1])
-                code = text.split(": ", 1)[0] if ": " in text and type(r[1]) == RuntimeError else "workflow-error"
+                code = text.split(": ", 1)[0] if ": " in text and isinstance(r[1], RuntimeError) else "workflow-error"
                 out.append({{"ok": False, "error": {{"code": code, "message": text}}}})
         return out
 

@@ -219,7 +219,7 @@ A miss does not fail: an unknown name returns the listing, and input the contrac
 ## Misses never fail
 - An unknown, ungranted or disabled name returns the listing {summary, markdown, tools, verbs} as an ordinary result: a tool you may not use is indistinguishable from one that does not exist.
 - Input the tool's contract rejects returns {summary, contract, validationErrors: ["$.path: message", …]}: read it and call again. `input` defaults to {}.
-- Only a tool that ran and failed (an authored tool that raised, exited non-zero, hit its time limit, or returned nothing or a value its output schema rejects: `tool_failed`), or a gate that refuses it (its runtime missing here, no `execute` grant), is an error.
+- Only a tool that ran and failed (an authored tool that raised, exited non-zero, hit its time limit, or returned nothing or a value its output schema rejects: `tool-failed`), or a gate that refuses it (its runtime missing here, no `execute` grant), is an error.
 
 ## Promotion
 Once this session has read `~/tools/<name>` or called `<name>`, that callable is also listed as an MCP tool of its own on session-bound endpoints (stdio, `/mcp/sessions/{id}`, handshake-era `/mcp`), with the same contract and routed through call; handshake-era clients get `notifications/tools/list_changed`. It is derived from the session's log, so it survives restarts.""",

@@ -27,7 +27,7 @@ class ToolFailed(HarnessError):
     """
 
     status = 502
-    code = "tool_failed"
+    code = "tool-failed"
 
 
 RESULT_MARKER = "__SEED_TOOL_RESULT__"
