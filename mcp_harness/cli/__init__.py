@@ -11,11 +11,24 @@ import os
 import sys
 
 from mcp_harness import __version__
-from mcp_harness.cli import agents, config, doctor, identity, invoke, provider, secret, serve, sessions, token
+from mcp_harness.cli import (
+    agents,
+    chat,
+    config,
+    doctor,
+    identity,
+    invoke,
+    provider,
+    runs,
+    secret,
+    serve,
+    sessions,
+    token,
+)
 from mcp_harness.cli._common import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, exit_code
 from mcp_harness.errors import HarnessError
 
-GROUPS = (serve, agents, sessions, invoke, token, provider, secret, identity, config, doctor)
+GROUPS = (serve, agents, sessions, runs, chat, invoke, token, provider, secret, identity, config, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -77,7 +77,7 @@ def _entry(s: SessionRecord, snippet: str | None, names: dict[str, str]) -> dict
 
 
 def render_event(event: EventRecord) -> str:
-    """One event as a transcript line (also used by `mcp-harness log`)."""
+    """One event as a transcript line (also used by `mcp-harness log` and `chat`)."""
     p = event.payload
     match event.type:
         case "message":
@@ -89,11 +89,61 @@ def render_event(event: EventRecord) -> str:
                 return f"← tool result {p.get('name')} (error: {p['error']})"
             output = p.get("output")
             summary = output.get("summary") if isinstance(output, dict) else None
+            if summary is None and isinstance(output, dict):
+                summary = _child_summary(output)  # pyright: ignore[reportUnknownArgumentType]
             return f"← tool result {p.get('name')}" + (f": {summary}" if summary else "")
         case "error":
             return f"⚠ error: {p.get('message')}"
         case other:
             return f"({other})"
+
+
+def _child_summary(output: dict[str, Any]) -> str | None:
+    """A delegate result (`{status, runId, error?}`) carries no summary; without this line a child that failed
+    showed nothing of why."""
+    status, run_id = output.get("status"), output.get("runId")
+    if not isinstance(status, str) or not isinstance(run_id, str):
+        return None
+    error = output.get("error")
+    if status == "failed" and isinstance(error, dict):
+        return f"run {run_id} failed ({error.get('code')}): {error.get('message')}"
+    return f"run {run_id} {run_phrase(status)}"
+
+
+def run_phrase(status: str, error: dict[str, Any] | None = None, attempts: int = 0) -> str:
+    """A run's status as a predicate: "succeeded", "failed after 3 attempts (code): message", "is running"."""
+    if status in ("succeeded", "canceled"):
+        return "was canceled" if status == "canceled" else "succeeded"
+    if status == "failed":
+        # `attempt` counts every claim, resumes after a park included: only a retryable error says it was retried.
+        tries = f" after {attempts} attempts" if attempts > 1 and error and error.get("retryable") else ""
+        reason = f" ({error.get('code')}): {error.get('message')}" if error else ""
+        return f"failed{tries}{reason}"
+    return {"claimed": "is starting", "waiting": "is waiting"}.get(status, f"is {status}")
+
+
+JOURNAL_TAIL = 20
+
+
+def journal_line(entry: dict[str, Any]) -> str:
+    """One script journal entry as a line: `ctx.log` lines verbatim, calls and results in brief."""
+    seq, kind = entry.get("callSeq"), entry.get("kind")
+    match kind:
+        case "log":
+            data = f" {json.dumps(entry['data'], ensure_ascii=False)}" if entry.get("data") is not None else ""
+            return f"#{seq} log {entry.get('level')}: {entry.get('message')}{data}"
+        case "call":
+            what = entry.get("tool") if entry.get("op") == "tool" else "delegate"
+            return f"#{seq} call {what} {json.dumps(entry.get('input'), ensure_ascii=False)[:200]}"
+        case "result":
+            error = entry.get("error")
+            if entry.get("status") == "ok" or not isinstance(error, dict):
+                return f"#{seq} result ok"
+            return f"#{seq} result error ({error.get('code')}): {error.get('message')}"
+        case "step":
+            return f"#{seq} step {entry.get('label')}"
+        case _:
+            return f"#{seq} {kind}"
 
 
 def child_threads(ctx: VerbContext, session_id: str) -> list[dict[str, Any]]:
@@ -117,16 +167,26 @@ def child_threads(ctx: VerbContext, session_id: str) -> list[dict[str, Any]]:
 
 
 def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
-    """`run:<id>`: the run's public record — status, wait, usage, plan, children, error, output."""
+    """`run:<id>`: the run's public record — status, wait, usage, plan, children (with a failed one's error), error,
+    output, and for a script the tail of its `ctx.log` lines."""
     run = ctx.scope.run(ctx.harness.runs.find(run_id), run_id)
     info = run.to_info()
-    children = [c.to_info() for c in ctx.harness.runs.children(run.id) if ctx.scope.sees(c)]
+    children = [c for c in ctx.harness.runs.children(run.id) if ctx.scope.sees(c)]
     info["children"] = [
-        {"id": c["id"], "status": c["status"], "title": c["title"], "sessionId": c.get("sessionId")} for c in children
+        {"id": c.id, "status": c.status, "title": c.title, "sessionId": c.session_id}
+        | ({"error": {"code": c.error.get("code"), "message": c.error.get("message")}} if c.error else {})
+        for c in children
     ]
-    data = {"summary": f"Run {run.id} ({run.kind}) is {run.status}.", **info}
+    phrase = run_phrase(run.status, run.error, run.attempt)
+    data = {"summary": f"Run {run.id} ({run.kind}) {phrase}.", **info}
     if run.source_text is not None:
         data["sourceText"] = run.source_text
+    journal = ctx.harness.runs.journal(run.id) if run.kind == "workflow" else []
+    logs = [e for e in journal if e.get("kind") == "log"]
+    if logs:
+        data["log"] = [
+            {k: e[k] for k in ("callSeq", "level", "message", "data") if k in e} for e in logs[-JOURNAL_TAIL:]
+        ]
     lines = [f"- status: {run.status}", f"- title: {run.title}"]
     if run.wait:
         lines.append(f"- waiting: {json.dumps(info.get('wait'), ensure_ascii=False)}")
@@ -137,7 +197,12 @@ def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
     if run.status == "succeeded":
         lines.append(f"- output: {json.dumps(run.output, ensure_ascii=False)[:2000]}")
     for child in info["children"]:
-        lines.append(f"- child {child['id']} ({child['status']}): {child['title']}")
+        why = f" — {child['error']['code']}: {child['error']['message']}" if child.get("error") else ""
+        lines.append(f"- child {child['id']} ({child['status']}): {child['title']}{why}")
+    if logs:
+        shown = logs[-JOURNAL_TAIL:]
+        lines.append(f"- ctx.log (last {len(shown)} of {len(logs)}):")
+        lines += [f"  {journal_line(e)}" for e in shown]
     if run.source_text is not None:
         lines.append(f"\n```python\n{run.source_text}\n```")
     return VerbResult.of(data, "\n".join(lines), fmt=fmt)
