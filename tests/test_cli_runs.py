@@ -8,6 +8,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_harness.runs.outcomes import Failed
@@ -196,3 +197,34 @@ def test_log_follow_prints_what_a_serve_appends_until_idle(cli: Cli) -> None:
             follow.wait()
         if serve is not None:
             serve.communicate(timeout=60)  # a stdio server stops when its stdin closes
+
+
+@pytest.mark.anyio
+async def test_a_serving_engine_stops_a_run_another_process_canceled(tmp_path: Path) -> None:
+    """`runs cancel` from another process ends the row; the engine executing it notices and stops its execution
+    (within a second), instead of finishing a two-minute model call whose result would be discarded."""
+    from mcp_harness.harness import Harness
+    from tests.conftest import scripted_harness
+
+    harness: Harness = scripted_harness(tmp_path, RULES)
+    try:
+        async with harness.engine_running():
+            agent = harness.agent()
+            session = harness.sessions.create(harness.account_id, agent.id, title="Slow")
+            harness.sessions.append(session.id, {"type": "message", "role": "user", "content": "slow task"}, "user")
+            run = harness.runs.enqueue(
+                account_id=harness.account_id, title="Slow", origin="user", agent_id=agent.id, session_id=session.id
+            )
+            harness.engine.wake()
+            with anyio.fail_after(20):
+                while run.id not in harness.engine.running_ids() or harness.runs.get(run.id).status != "running":
+                    await anyio.sleep(0.05)
+            with sqlite3.connect(tmp_path / "data" / "harness.db") as other:  # another process's connection
+                other.execute("UPDATE runs SET status = 'canceled', finished_at = 1 WHERE id = ?", (run.id,))
+            with anyio.fail_after(20):
+                while run.id in harness.engine.running_ids():
+                    await anyio.sleep(0.05)
+            assert harness.runs.get(run.id).status == "canceled", "canceled is sticky"
+            assert not any(e.payload.get("role") == "assistant" for e in harness.sessions.events(session.id))
+    finally:
+        harness.close()

@@ -39,6 +39,8 @@ logger = logging.getLogger(__name__)
 POLL_INTERVAL_S = 1.0
 """The pump looks again at least this often (HARNESS §8: 'every 1 s'), even idle: a run enqueued through the store
 without a `wake()` (or by another process) still starts within a second."""
+ENDED_CHECK_MS = 1_000
+"""How often a serving engine asks whether a run it executes was ended by another process."""
 WAIT_RECHECK_S = 5.0
 """`wait_for` re-reads the row this often in case a run was finalized without going through this engine."""
 
@@ -117,6 +119,7 @@ class RunEngine:
         self._wake_socket: socket.socket | None = None
         self._lane: tuple[object, anyio.CapacityLimiter] | None = None
         self._beat_due = 0
+        self._ended_check_due = 0
 
     # -- the store lane ----------------------------------------------------------------------------------------
 
@@ -218,6 +221,8 @@ class RunEngine:
             try:
                 if now_ms() >= self._beat_due:
                     await self.offload(self._heartbeat)
+                if self._running and now_ms() >= self._ended_check_due:
+                    await self._stop_ended_elsewhere()
                 delay = await self._pass(tg)
             except (HarnessError, sqlite3.Error):
                 logger.exception("The run pump failed; trying again shortly")
@@ -225,6 +230,17 @@ class RunEngine:
             with anyio.move_on_after(delay):
                 await anyio.wait_readable(reader)
             _drain(reader)
+
+    async def _stop_ended_elsewhere(self) -> None:
+        """Stop executing runs another process ended (`mcp-harness runs cancel`): their rows are terminal, so what
+        the execution would still do is discarded anyway (canceled is sticky); stopping saves the tokens and time."""
+        self._ended_check_due = now_ms() + ENDED_CHECK_MS
+        ended = await self.offload(self.store.ended_among, list(self._running))
+        for run_id in ended:
+            slot = self._running.get(run_id)
+            if slot is not None and slot.settled is None:  # not one this engine just settled itself
+                logger.info("Run %s was ended by another process; stopping its execution", run_id)
+                slot.scope.cancel()
 
     async def _pass(self, tg: TaskGroup) -> float:
         """Requeue due timers, claim what capacity allows, start each claim. Returns how long to sleep."""

@@ -336,6 +336,20 @@ class RunStore:
             ).fetchone()
         return None if row is None else _record(row)
 
+    def ended_among(self, run_ids: Collection[str]) -> list[str]:
+        """Which of these runs are terminal: an engine asks about the runs it executes, since another process (`runs
+        cancel`) may have ended one."""
+        ids = sorted(run_ids)
+        if not ids:
+            return []
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                f"SELECT id FROM runs WHERE id IN ({', '.join('?' for _ in ids)}) "
+                "AND status IN ('succeeded', 'failed', 'canceled')",
+                ids,
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def sweep_at_boot(self, live: Collection[str] | None = None) -> list[str]:
         """Requeue every claimed/running run whose holder is gone: its lease owner is none of the `live` instances
         (read from `instances` when not given; see `store/instances.py`). Those rows were left by a crash or a
