@@ -172,6 +172,7 @@ def runs(db_path: Path) -> list[dict[str, Any]]:
         {
             **dict(row),
             "input": cbor2.loads(row["input_cbor"]) if row["input_cbor"] else {},
+            "usage": cbor2.loads(row["usage_cbor"]) if row["usage_cbor"] else {},
             "output": cbor2.loads(row["output_cbor"]) if row["output_cbor"] else None,
             "error": cbor2.loads(row["error_cbor"]) if row["error_cbor"] else None,
         }

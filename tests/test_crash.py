@@ -30,15 +30,15 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import anyio
-import cbor2
 import pytest
 from anyio.abc import ByteReceiveStream, Process
+
+from tests.crashkit import events, ledger, rpc, runs, until
 
 LEAVES = 3
 LEAF_DELAY_MS = 3000
@@ -85,15 +85,6 @@ def script() -> dict[str, Any]:
     return {"rules": [*leaves, coordinator]}
 
 
-def rpc(message_id: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if message_id is not None:
-        message["id"] = message_id
-    if params is not None:
-        message["params"] = params
-    return (json.dumps(message) + "\n").encode()
-
-
 INITIALIZE = rpc(
     1,
     "initialize",
@@ -128,48 +119,8 @@ class Wire:
         return self.replies[message_id]
 
 
-# -- reading the database from outside (read-only; WAL lets it read while the server writes) ---------------------
-
-
-def connect(db_path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
-    conn.row_factory = sqlite3.Row
-    return conn
-
-
-def runs(db_path: Path) -> list[dict[str, Any]]:
-    with closing(connect(db_path)) as conn:
-        rows = conn.execute("SELECT * FROM runs ORDER BY created_at, id").fetchall()
-    return [
-        {
-            **dict(row),
-            "usage": cbor2.loads(row["usage_cbor"]) if row["usage_cbor"] else {},
-            "output": cbor2.loads(row["output_cbor"]) if row["output_cbor"] else None,
-            "error": cbor2.loads(row["error_cbor"]) if row["error_cbor"] else None,
-        }
-        for row in rows
-    ]
-
-
-def events(db_path: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every session's events in `seq` order, each as its payload plus `seq`, `eventId` and `actor`."""
-    with closing(connect(db_path)) as conn:
-        sessions = [r["id"] for r in conn.execute("SELECT id FROM sessions").fetchall()]
-        rows = conn.execute("SELECT session_id, seq, id, actor, event_cbor FROM session_events ORDER BY seq").fetchall()
-    by_session: dict[str, list[dict[str, Any]]] = {sid: [] for sid in sessions}
-    for row in rows:
-        payload = cbor2.loads(row["event_cbor"])
-        by_session.setdefault(row["session_id"], []).append(
-            {**payload, "seq": row["seq"], "eventId": row["id"], "actor": row["actor"]}
-        )
-    return by_session
-
-
 def ledger_lines(data_dir: Path) -> list[str]:
-    """The lines of `ledger.txt` in the (one) agent's memory."""
-    paths = list(data_dir.glob("agents/*/memory/ledger.txt"))
-    assert len(paths) <= 1, paths
-    return paths[0].read_text().splitlines() if paths else []
+    return ledger(data_dir)
 
 
 def side_effects_done(db_path: Path) -> bool:
@@ -185,20 +136,6 @@ def side_effects_done(db_path: Path) -> bool:
         any(e["type"] == "tool_result" and e.get("name") == "call" for e in log.get(leaf["session_id"], []))
         for leaf in leaves
     )
-
-
-async def until(condition: Callable[[], bool], what: str, timeout: float, log: Path) -> None:
-    """Poll `condition` (another process's database has no event to await) until true, or fail saying `what`."""
-    try:
-        with anyio.fail_after(timeout):
-            while not condition():
-                await anyio.sleep(0.02)
-    except TimeoutError:
-        pytest.fail(f"timed out after {timeout}s waiting for {what}; server log:\n{tail(log)}")
-
-
-def tail(log: Path, lines: int = 60) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else "(no log)"
 
 
 # -- the servers ----------------------------------------------------------------------------------------------------
