@@ -235,3 +235,26 @@ async def test_a_call_the_client_cancels_is_answered_at_once(harness: Harness) -
     assert [r.payload["toolCallId"] for r in results] == [calls[0].payload["id"]]
     assert results[0].payload["error"].startswith("Canceled before it finished")
     assert harness.sessions.open_calls(session.id) == []
+
+
+async def test_promotion_reads_the_touched_index_which_the_migration_backfills(harness: Harness) -> None:
+    """What a session touched is kept as state, not re-derived from its log; an upgraded database gets it back."""
+    from mcp_harness.store.migrations import MIGRATIONS
+    from mcp_harness.store.touched import touched_name
+
+    (m009,) = [m for m in MIGRATIONS if m.__name__ == "m009_touched_tools"]
+
+    async with Client(build_server(harness), mode="legacy") as c:
+        await call(c, "read", {"address": "~/tools/execute"})
+        await call(c, "call", {"tool": "nope", "input": {}})
+        await call(c, "read", {"address": "~/memory/"})
+    session_id = harness.sessions.list(harness.account_id)[0].id
+    assert harness.sessions.touched(session_id) == {"execute", "nope"}
+    with harness.db.transaction() as conn:  # as before m009: no index at all
+        conn.execute("DROP TABLE session_touched")
+        m009(conn)
+    assert harness.sessions.touched(session_id) == {"execute", "nope"}
+    async with Client(build_server(harness, session_id=session_id)) as again:
+        assert "execute" in [t.name for t in (await again.list_tools()).tools]
+    call_event = {"type": "tool_call", "name": "read", "input": {"address": "~/tools/web_search/"}}
+    assert touched_name(call_event, "agent") == "web_search" and touched_name(call_event, "user") is None

@@ -181,7 +181,7 @@ class AgentExecutor:
         tools = [ToolSpec(name=v.name, description=v.description, input_schema=v.input_schema) for v in VERBS.values()]
         if delegate_verb.spawn_depth(h, run) + 1 > delegate_verb.MAX_DEPTH:
             tools = [t for t in tools if t.name != "delegate"]
-        for name, spec in promoted_callables(h, agent, run.session_id, events).items():
+        for name, spec in promoted_callables(h, agent, run.session_id).items():
             tools.append(ToolSpec(name=name, description=spec.description, input_schema=spec.input_schema))
         if isinstance(turn.spec.get("output"), dict) and not turn.delivered:
             tools.append(

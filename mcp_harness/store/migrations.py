@@ -351,6 +351,21 @@ def m008_open_calls(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m009_touched_tools(conn: sqlite3.Connection) -> None:
+    # Promotion asks which callables a session touched on every tools/list and call: kept per session in the append
+    # transaction (`store/touched.py`) instead of decoded from the whole log each time. The backfill decodes it once.
+    from mcp_harness.store.touched import touched_name
+
+    conn.execute(
+        "CREATE TABLE session_touched (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, "
+        "name TEXT NOT NULL, PRIMARY KEY (session_id, name)) WITHOUT ROWID"
+    )
+    rows = conn.execute("SELECT session_id, actor, event_cbor FROM session_events WHERE type = 'tool_call'")
+    found = {(sid, name) for sid, actor, blob in rows if (name := touched_name(cbor2.loads(blob), actor)) is not None}
+    conn.executemany("INSERT OR IGNORE INTO session_touched (session_id, name) VALUES (?, ?)", sorted(found))
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

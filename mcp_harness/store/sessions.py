@@ -14,7 +14,7 @@ from typing import Any, Literal
 import cbor2
 
 from mcp_harness.errors import NotFound
-from mcp_harness.store import open_calls
+from mcp_harness.store import open_calls, touched
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.db import Database
 from mcp_harness.store.open_calls import OpenCall
@@ -205,6 +205,7 @@ class SessionStore:
                     )
                 )
             open_calls.track(conn, session_id, [(r.payload, r.actor, r.seq) for r in records], self.db.instance_id, ts)
+            touched.track(conn, session_id, [(r.payload, r.actor) for r in records])
             conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
         return records
 
@@ -240,6 +241,11 @@ class SessionStore:
         with self.db.reading() as conn:
             still_open = open_calls.among(conn, session_id, call_ids)
         return set(call_ids) - still_open
+
+    def touched(self, session_id: str) -> set[str]:
+        """The callable names this session's agent-side calls have touched (promotion, HARNESS §5)."""
+        with self.db.reading() as conn:
+            return touched.names(conn, session_id)
 
     def open_calls(self, session_id: str) -> list[OpenCall]:
         """The session's calls without a result yet, in log order."""

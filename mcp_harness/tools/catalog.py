@@ -9,19 +9,15 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-import cbor2
-
 from mcp_harness.grants import callable_set
 from mcp_harness.tools.base import VerbContext, VerbResult
 from mcp_harness.tools.contracts import CALLABLES, VERBS, VerbSpec, callable_alias, narrowed
 from mcp_harness.tools.documents import ToolDocument, builtin_document, contract_markdown
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
 
     from mcp_harness.harness import Harness
     from mcp_harness.store.agents import AgentRecord
-    from mcp_harness.store.sessions import EventRecord
     from mcp_harness.store.tools import ToolRecord
 
 AUTHORING_LINES = [
@@ -110,39 +106,18 @@ def read_tool(ctx: VerbContext, name: str, fmt: str) -> VerbResult:
     return VerbResult.of(data, listing["markdown"], fmt=fmt)
 
 
-def promoted_callables(
-    harness: Harness, agent: AgentRecord, session_id: str, events: Iterable[EventRecord] | None = None
-) -> dict[str, VerbSpec]:
+def promoted_callables(harness: Harness, agent: AgentRecord, session_id: str) -> dict[str, VerbSpec]:
     """Callables this session has touched (`read ~/tools/<n>` or `call <n>` by a non-user actor) that the agent may
-    call — granted builtins and its enabled authored lambdas — with the contract each is served under. Derived from
-    the durable log, so it survives restarts (HARNESS §5). A caller that already holds the session's events passes
-    them, saving the query."""
-    if events is None:
-        with harness.db.reading() as conn:
-            rows = conn.execute(
-                "SELECT event_cbor FROM session_events WHERE session_id = ? AND type = 'tool_call' AND actor <> 'user' "
-                "ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-        calls = [cbor2.loads(row[0]) for row in rows]
-    else:
-        calls = [e.payload for e in events if e.type == "tool_call" and e.actor != "user"]
-    touched: set[str] = set()
-    for event in calls:
-        arguments = event.get("input")
-        if not isinstance(arguments, dict):
-            continue
-        if event.get("name") == "read":
-            address = arguments.get("address")
-            if isinstance(address, str) and address.strip().startswith("~/tools/"):
-                touched.add(address.strip()[len("~/tools/") :].rstrip("/"))
-        elif event.get("name") == "call" and isinstance(arguments.get("tool"), str):
-            touched.add(arguments["tool"].strip())
+    call — granted builtins and its enabled authored lambdas — with the contract each is served under. The touched
+    names are durable (`store/touched.py`), so promotion survives restarts (HARNESS §5), and reading them costs the
+    same however long the session is."""
+    touched = harness.sessions.touched(session_id)
     if not touched:
         return {}
     aliased = {callable_alias(name) for name in touched}
-    out = {name: callable_spec(harness, name) for name in callable_set(harness, agent.definition) if name in aliased}
-    if "execute" in callable_set(harness, agent.definition):  # a lambda runs in the execute sandbox (HARNESS §4)
+    granted = callable_set(harness, agent.definition)
+    out = {name: callable_spec(harness, name) for name in granted if name in aliased}
+    if "execute" in granted:  # a lambda runs in the execute sandbox (HARNESS §4)
         for record in harness.tools.list(agent.id):
             if record.kind == "lambda" and record.enabled and record.name in touched and record.name not in out:
                 out[record.name] = lambda_spec(record.document)
