@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -52,3 +53,26 @@ async def test_a_600_kb_file_reads_over_http_in_pages(http_server: tuple[str, Ha
                     break
                 options = {"offset": data["nextOffset"]}
     assert "".join(parts) == body and pages == 4
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_long_transcript_read_as_json_is_sent_once_over_http(
+    http_server: tuple[str, Harness], mode: str
+) -> None:
+    """A thread read as JSON carries its 256 KiB transcript and its events; text and structuredContent together
+    passed the client's 1 MiB event limit. Past 128 KiB the body goes once, in the text."""
+    base, harness = http_server
+    session = harness.sessions.create(harness.account_id, harness.agent().id, title="Long")
+    line = "naïve café — " * 100
+    harness.sessions.append_many(
+        session.id, [({"type": "message", "role": "user", "content": f"{i} {line}"}, "user") for i in range(200)]
+    )
+    with anyio.fail_after(60):
+        async with Client(f"{base}/mcp", mode=mode) as c:
+            result = await c.call_tool("read", {"address": f"thread:{session.id}", "format": "json"})
+    assert not result.is_error
+    data = result.structured_content
+    assert isinstance(data, dict) and data["contentInText"] is True and data["sessionId"] == session.id
+    assert "events" not in data and "markdown" not in data
+    whole = json.loads(text_of(result))
+    assert len(whole["events"]) == 200 and whole["events"][-1]["content"].startswith("199 naïve café")

@@ -10,6 +10,7 @@ This package and `resources/` are the only ones that know MCP. Binding rules (DE
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections import OrderedDict
@@ -34,7 +35,7 @@ from mcp_harness.harness import Harness, SessionBinding
 from mcp_harness.resources import RESOURCE_TEMPLATES, list_resources, read_resource
 from mcp_harness.server.sampling import ClientSampler
 from mcp_harness.server.transports import TOKEN_SCOPE_KEY, http_app, serve_http, serve_stdio
-from mcp_harness.tools.base import Progress
+from mcp_harness.tools.base import Progress, VerbResult
 from mcp_harness.tools.catalog import promoted_callables
 from mcp_harness.tools.contracts import RETURN_RESULT_DESCRIPTION, TASKS_EXTENSION, VERBS, VerbSpec
 
@@ -68,6 +69,24 @@ def _tool(spec: VerbSpec) -> types.Tool:
 
 
 VERB_TOOLS = [_tool(spec) for spec in VERBS.values()]
+
+
+ONCE_ABOVE_BYTES = 128 * 1024
+"""A result whose text and structured form are each larger than this is sent once (the text), not twice."""
+SMALL_FIELD_BYTES = 1024
+
+
+def _structured(result: VerbResult) -> dict[str, Any]:
+    """The result's structured form, unless it would carry the large body the text block already carries: one
+    Streamable HTTP event holds both, and clients refuse events over 1 MiB (a transcript or page read as JSON would
+    pass it). Then only its small fields go, with `contentInText: true`."""
+    if len(result.text) <= ONCE_ABOVE_BYTES:
+        return result.data
+    encoded = {key: json.dumps(value, ensure_ascii=False, default=str) for key, value in result.data.items()}
+    if sum(len(v) for v in encoded.values()) <= ONCE_ABOVE_BYTES:
+        return result.data
+    small = {key: result.data[key] for key, text in encoded.items() if len(text) <= SMALL_FIELD_BYTES}
+    return {**small, "contentInText": True}
 
 
 def error_result(error: HarnessError) -> types.CallToolResult:
@@ -295,7 +314,7 @@ def build_server(
             return error_result(error)
         assert result is not None
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.text)], structured_content=result.data
+            content=[types.TextContent(type="text", text=result.text)], structured_content=_structured(result)
         )
 
     async def on_list_resources(
