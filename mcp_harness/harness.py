@@ -21,7 +21,7 @@ import anyio.to_thread
 from mcp_harness.config import Settings
 from mcp_harness.definition import AgentDefinition, normalize_definition
 from mcp_harness.errors import BadRequest, HarnessError
-from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds, without_surrogates
+from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds
 from mcp_harness.scope import Scope
 from mcp_harness.space.memory import MemoryStore
 from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
@@ -87,17 +87,16 @@ def _call(verb: str, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
     if depth_exceeds(arguments, MAX_INPUT_DEPTH):
         # Refused by its contract anyway; logged as a marker, since a value this deep would not decode again.
         arguments = {"omitted": f"the input nests deeper than {MAX_INPUT_DEPTH} levels"}
-    # A lone surrogate reaches the verb (which refuses it by name) but cannot be stored as UTF-8 in the log.
-    return {"type": "tool_call", "id": call_id, "name": verb, "input": without_surrogates(arguments)}
+    return {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
 
 
 def _outcome(verb: str, call_id: str, result: VerbResult | None, error: HarnessError | None) -> dict[str, Any]:
     outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
     if error is not None:
-        outcome["error"] = without_surrogates(error.message)  # a refusal may quote the bad input
+        outcome["error"] = error.message
     else:
         assert result is not None
-        outcome["output"] = without_surrogates(result.data)
+        outcome["output"] = result.data
     return outcome
 
 

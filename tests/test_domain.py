@@ -225,3 +225,19 @@ def test_plain_prose_prompts_take_the_fast_path_to_the_same_blocks_and_markdown(
     assert render_markdown(tree_from_json(stored), None, block_ids=False, frontmatter=False).strip() == fast[0]
     for not_plain in ("- a list", "# Heading", "some *emphasis*", "two\n\nparagraphs", "a_b", "<tag>"):
         assert _plain_prompt(not_plain) is None
+
+
+def test_an_event_holding_a_lone_surrogate_is_stored_with_a_replacement_not_lost(harness: Harness) -> None:
+    """Whoever appends it (a verb call's log, a model's reply decoded from JSON), an event with a lone surrogate
+    is stored, readable, with U+FFFD in the surrogate's place; the session stays readable."""
+    from mcp_harness.harness import SessionBinding
+
+    session = harness.sessions.create(harness.account_id, harness.agent().id)
+    harness.sessions.append(session.id, {"type": "message", "role": "assistant", "content": "x\ud800y"}, "agent")
+    binding = SessionBinding(harness, agent_id=harness.agent().id, session_id=session.id)
+    result, error = binding._invoke_sync("write", {"address": "~/memory/a\udcff", "content": "z\ud800"}, "agent")  # pyright: ignore[reportPrivateUsage]
+    assert result is None and error is not None and "lone surrogate" in error.message
+    events = harness.sessions.events(session.id)
+    assert events[0].payload["content"] == "x\ufffdy"
+    assert events[1].payload["input"] == {"address": "~/memory/a\ufffd", "content": "z\ufffd"}
+    assert events[2].type == "tool_result" and "lone surrogate" in events[2].payload["error"]

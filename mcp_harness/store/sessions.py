@@ -14,6 +14,7 @@ from typing import Any, Literal
 import cbor2
 
 from mcp_harness.errors import NotFound
+from mcp_harness.jsondepth import without_surrogates
 from mcp_harness.store import open_calls, touched
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.db import Database
@@ -77,6 +78,17 @@ def _event(row: sqlite3.Row) -> EventRecord:
         payload=cbor2.loads(row["event_cbor"]),
         created_at=row["created_at"],
     )
+
+
+def _encoded(payload: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """The event as stored and its CBOR. JSON can carry a lone surrogate (a `\ud800` escape in a verb's input or a
+    model's reply) that UTF-8 cannot: such an event is stored with U+FFFD in its place rather than lost, whoever
+    appends it. Only an event that fails to encode pays for the walk."""
+    try:
+        return payload, cbor2.dumps(payload)
+    except UnicodeEncodeError:
+        cleaned = without_surrogates(payload)
+        return cleaned, cbor2.dumps(cleaned)
 
 
 class SessionStore:
@@ -186,12 +198,12 @@ class SessionStore:
         with self.db.transaction() as conn:
             for payload, actor in events:
                 event_id = new_id()
-                stamped = {**payload, "actor": actor}
+                stamped, blob = _encoded({**payload, "actor": actor})
                 row = conn.execute(
                     "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) "
                     "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ? FROM session_events WHERE session_id = ? "
                     "RETURNING seq",
-                    (session_id, event_id, payload["type"], actor, cbor2.dumps(stamped), ts, session_id),
+                    (session_id, event_id, payload["type"], actor, blob, ts, session_id),
                 ).fetchone()
                 records.append(
                     EventRecord(
