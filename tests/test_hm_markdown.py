@@ -38,7 +38,7 @@ from mcp_harness.hypermedia.markdown import (
     rebind_table_identities,
     render_markdown,
 )
-from mcp_harness.hypermedia.markdown_inline import merge_annotations
+from mcp_harness.hypermedia.markdown.inline import merge_annotations
 from tests.js_oracle import run_js
 
 HM = "hm://z6MkhUgmKmFbBGSDbSTGtA8UFZBLAzWuN3o8BnuPXTJvGLGg"

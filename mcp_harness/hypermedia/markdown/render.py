@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_harness.hypermedia.blocks import Annotation, BlockNode
-from mcp_harness.hypermedia.markdown_frontmatter import emit_frontmatter
-from mcp_harness.hypermedia.markdown_inline_render import render_inline, render_url
-from mcp_harness.hypermedia.markdown_jsutil import comment_json
+from mcp_harness.hypermedia.markdown.frontmatter import emit_frontmatter
+from mcp_harness.hypermedia.markdown.inline_render import render_inline, render_url
+from mcp_harness.hypermedia.markdown.jsutil import comment_json
 
 NATIVE_TYPES = frozenset({"Paragraph", "Heading", "Code", "Math", "Image", "Table"})
 LIST_TYPES = frozenset({"Unordered", "Ordered", "Blockquote"})

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_harness.hypermedia.blocks import Annotation, Block, BlockNode
-from mcp_harness.hypermedia.markdown_jsutil import DOT, WS, json_parse
+from mcp_harness.hypermedia.markdown.jsutil import DOT, WS, json_parse
 
 NewId = Callable[[], str]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mcp_harness.hypermedia.blocks import Annotation, Block, BlockNode, block_to_op, walk
-from mcp_harness.hypermedia.markdown_jsutil import json_stringify, locale_compare_key, truthy
+from mcp_harness.hypermedia.markdown.jsutil import json_stringify, locale_compare_key, truthy
 
 _NATIVE_ATTRS = ("childrenType", "language")
 

@@ -3,7 +3,7 @@
 The Seed client reads frontmatter with the `yaml` npm package (core schema: `yes` stays a string, `0o17` is 15, dates
 stay strings), and mcp-harness has no YAML dependency; PyYAML would not do anyway, since it implements YAML 1.1 and
 would turn `yes`, `on` and `2024-01-02` into other types. This reader covers what frontmatter holds and what the
-client's writer (`markdown_frontmatter.emit_frontmatter`) produces: block mappings and sequences, flow collections,
+client's writer (`frontmatter.emit_frontmatter`) produces: block mappings and sequences, flow collections,
 plain, single- and double-quoted scalars (multi-line, with folding and escapes), and literal and folded block
 scalars with chomping and indentation indicators. Anchors, aliases, tags and complex keys raise `YamlError`, which
 the caller treats like the client treats a YAML error: the frontmatter is not frontmatter.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mcp_harness.hypermedia.markdown_yaml_scalars import (
+from mcp_harness.hypermedia.markdown.yaml_scalars import (
     FlowReader,
     YamlError,
     flow_end,

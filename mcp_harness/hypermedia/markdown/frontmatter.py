@@ -6,7 +6,7 @@ state (name, summary, icon, cover, theme.headerLayout, …). The client writes i
 (`title:` is an alias for `name:`, string keys become strings, `showOutline` and `showActivity` booleans). The
 writer below ports the parts of `stringify` that JSON-like metadata reaches — plain, quoted and literal-block
 strings, numbers, booleans, null, nested maps and sequences — so our markdown carries the same frontmatter bytes as
-the client's, and `markdown_yaml` reads both back.
+the client's, and `yaml` reads both back.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_harness.hypermedia.markdown_jsutil import locale_compare_key, number_text, to_js_string, trim, truthy
-from mcp_harness.hypermedia.markdown_yaml import YamlError, parse_yaml
+from mcp_harness.hypermedia.markdown.jsutil import locale_compare_key, number_text, to_js_string, trim, truthy
+from mcp_harness.hypermedia.markdown.yaml import YamlError, parse_yaml
 
 FM_KEY_ORDER = (
     "name", "summary", "icon", "cover", "displayAuthor", "displayPublishTime", "schema", "childrenSchema",

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mcp_harness.hypermedia.markdown_inline import parse_inline, read_link
-from mcp_harness.hypermedia.markdown_jsutil import DOT, WS, WS_CLASS_BODY, trim
-from mcp_harness.hypermedia.markdown_nodes import (
+from mcp_harness.hypermedia.markdown.inline import parse_inline, read_link
+from mcp_harness.hypermedia.markdown.jsutil import DOT, WS, WS_CLASS_BODY, trim
+from mcp_harness.hypermedia.markdown.nodes import (
     END_RE,
     STANDALONE_COMMENT_RE,
     BlockComment,
@@ -26,7 +26,7 @@ from mcp_harness.hypermedia.markdown_nodes import (
     comment_from_match,
     strip_block_comment,
 )
-from mcp_harness.hypermedia.markdown_tables import table_node
+from mcp_harness.hypermedia.markdown.tables import table_node
 
 _MARKER_RE = re.compile(r"([-*+] |[0-9]+[.)] |> )")
 HEADING_RE = re.compile(f"(#{{1,6}}){WS}+({DOT}*)\\Z")

@@ -9,14 +9,14 @@ blocks whether Seed's own tools or we parse it. The tests check every function h
 - `parse_markdown`: frontmatter + markdown → block tree and metadata (`parseMarkdown`).
 - `render_markdown`: block tree + metadata → markdown (`blocksToMarkdown`, the variant that resolves nothing).
 - `document_operations`, `diff_operations`, `match_block_ids`, `metadata_operations`: trees → Change ops
-  (`block_diff`).
+  (`diff`).
 
 Deliberate differences from the client: annotation offsets count code points, not UTF-16 units; an annotation's
 inline attributes (TextColor's `value`, …) are inlined into the op map as Go expects, where the client's op builder
 nests them; `render_markdown` keeps `ipfs://` links unless asked for gateway URLs (the client rewrites them by
 default, which is lossy); `match_block_ids` never reassigns an id the new markdown named explicitly; the update
 diff compares `childrenType`/`language` wherever they sit, so a marker's `attrs` do not force a no-op
-`ReplaceBlock`; and frontmatter using YAML anchors, aliases or tags is not read (see `markdown_yaml`).
+`ReplaceBlock`; and frontmatter using YAML anchors, aliases or tags is not read (see `yaml`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_harness.hypermedia.block_diff import (
+from mcp_harness.hypermedia.markdown.diff import (
     diff_operations,
     document_operations,
     match_block_ids,
@@ -33,10 +33,10 @@ from mcp_harness.hypermedia.block_diff import (
     rebind_table_identities,
 )
 from mcp_harness.hypermedia.blocks import ID_CHARS, BlockNode, new_block_id
-from mcp_harness.hypermedia.markdown_frontmatter import emit_frontmatter, parse_frontmatter
-from mcp_harness.hypermedia.markdown_nodes import freeze
-from mcp_harness.hypermedia.markdown_parse import parse_blocks
-from mcp_harness.hypermedia.markdown_render import render_blocks
+from mcp_harness.hypermedia.markdown.frontmatter import emit_frontmatter, parse_frontmatter
+from mcp_harness.hypermedia.markdown.nodes import freeze
+from mcp_harness.hypermedia.markdown.parse import parse_blocks
+from mcp_harness.hypermedia.markdown.render import render_blocks
 
 __all__ = [
     "MAX_RENDERED_CHARS",

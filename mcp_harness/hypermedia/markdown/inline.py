@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mcp_harness.hypermedia.blocks import Annotation
-from mcp_harness.hypermedia.markdown_jsutil import NWS, WS, json_stringify, sort_keys_deep, trim
+from mcp_harness.hypermedia.markdown.jsutil import NWS, WS, json_stringify, sort_keys_deep, trim
 
 SPAN_STYLE_TO_TYPE = {
     "color": "TextColor",

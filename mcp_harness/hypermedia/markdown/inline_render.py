@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_harness.hypermedia.blocks import Annotation
-from mcp_harness.hypermedia.markdown_jsutil import WS, comment_json, is_ws, locale_compare_key, to_js_string
+from mcp_harness.hypermedia.markdown.jsutil import WS, comment_json, is_ws, locale_compare_key, to_js_string
 
 SPAN_STYLE = {
     "TextColor": "color",

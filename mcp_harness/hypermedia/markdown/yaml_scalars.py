@@ -1,7 +1,7 @@
-"""Scalars and flow collections for the frontmatter YAML reader (`markdown_yaml`): core-schema resolution,
+"""Scalars and flow collections for the frontmatter YAML reader (`yaml`): core-schema resolution,
 quoted scalars with their escapes and line folding, block-scalar folding, and `[…]` / `{…}` on one logical line.
 
-Split from the block-structure reader so each stays readable; see `markdown_yaml` for why we read YAML ourselves.
+Split from the block-structure reader so each stays readable; see `yaml` for why we read YAML ourselves.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from mcp_harness.hypermedia.markdown_jsutil import to_js_string
+from mcp_harness.hypermedia.markdown.jsutil import to_js_string
 
 
 class YamlError(ValueError):

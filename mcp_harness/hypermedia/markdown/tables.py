@@ -4,7 +4,7 @@ A Seed table is a `Table` whose children are `TableColumn` blocks followed by `T
 `Paragraph` cell per column that names its column in a `columnId` attribute. Markdown can carry only part of that
 identity: the table's id in a standalone comment before it, column ids as `<!-- col:ID -->` in the header cells,
 and row ids as `<!-- id:ID -->` in a row's last cell. Cell ids never appear; the update diff re-derives them from
-(row, column) (`block_diff.rebind_table_identities`), which is why a cell edit does not replace the whole table.
+(row, column) (`diff.rebind_table_identities`), which is why a cell edit does not replace the whole table.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_harness.hypermedia.markdown_inline import parse_inline
-from mcp_harness.hypermedia.markdown_jsutil import WS, json_parse, trim
-from mcp_harness.hypermedia.markdown_nodes import BlockComment, MdBlock, MdNode, NewId, base_block, strip_block_comment
+from mcp_harness.hypermedia.markdown.inline import parse_inline
+from mcp_harness.hypermedia.markdown.jsutil import WS, json_parse, trim
+from mcp_harness.hypermedia.markdown.nodes import BlockComment, MdBlock, MdNode, NewId, base_block, strip_block_comment
 
 COL_ID_RE = re.compile(f"<!--{WS}*col:([A-Za-z0-9_-]+)(?:{WS}+attrs:(\\{{.*?\\}}))?{WS}*-->")
 CELL_ID_RE = re.compile(f"<!--{WS}*id:([A-Za-z0-9_-]+){WS}*-->")
