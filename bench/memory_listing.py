@@ -2,7 +2,7 @@
 
 Why: resources/list used to walk (and stat) the whole memory tree for every page, so listing n files in pages of
 100 cost O(n²); `read ~/memory/<dir>/` statted every entry of the directory, and `~/self` walked the whole tree. Now
-a page costs what it returns (space/listing.py): resources/list continues one walk of the tree from page to page,
+a page costs what it returns (memory/listing.py): resources/list continues one walk of the tree from page to page,
 and a directory read stats only its page. This checks that the cost grows with n (all pages) or not at all (one
 page), by printing each figure as a ratio to its 1k figure: ~10× and ~100× for all pages, ~1× for one page.
 

@@ -55,7 +55,6 @@ REFERENCES = {
 """The reference servers measured, by package under `@modelcontextprotocol/`, at pinned versions."""
 
 
-
 @functools.cache
 def _encoding() -> Any:
     """o200k_base from bpe-openai. Imported here: its import loads every bundled vocabulary (a few seconds), with

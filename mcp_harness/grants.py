@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_harness.errors import BadRequest
-from mcp_harness.tools.contracts import CALLABLE_ALIASES, CALLABLES, callable_alias
+from mcp_harness.verbs.contracts import CALLABLE_ALIASES, CALLABLES, callable_alias
 
 if TYPE_CHECKING:
     from mcp_harness.definition import AgentDefinition

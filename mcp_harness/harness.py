@@ -22,19 +22,19 @@ from mcp_harness.config import Settings
 from mcp_harness.definition import AgentDefinition, normalize_definition
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds
+from mcp_harness.memory.store import MemoryStore
 from mcp_harness.scope import Scope
-from mcp_harness.space.memory import MemoryStore
 from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
 from mcp_harness.store._util import new_id
 from mcp_harness.store.sessions import Actor, SessionKind
 from mcp_harness.store.tools import ToolStore
-from mcp_harness.tools import call as call_verb
-from mcp_harness.tools import delegate as delegate_verb
-from mcp_harness.tools import plan as plan_verb
-from mcp_harness.tools import read as read_verb
-from mcp_harness.tools import write as write_verb
-from mcp_harness.tools.base import Progress, VerbContext, VerbResult
-from mcp_harness.tools.contracts import VERBS, input_errors
+from mcp_harness.verbs import call as call_verb
+from mcp_harness.verbs import delegate as delegate_verb
+from mcp_harness.verbs import plan as plan_verb
+from mcp_harness.verbs import read as read_verb
+from mcp_harness.verbs import write as write_verb
+from mcp_harness.verbs.base import Progress, VerbContext, VerbResult
+from mcp_harness.verbs.contracts import VERBS, input_errors
 
 if TYPE_CHECKING:
     from mcp_harness.hypermedia.node import Node

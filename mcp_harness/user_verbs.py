@@ -15,7 +15,7 @@ from mcp_harness.errors import BadRequest, Conflict, HarnessError
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness
-    from mcp_harness.tools.base import VerbResult
+    from mcp_harness.verbs.base import VerbResult
 
 USER_VERBS = ("read", "write", "call")
 _WHY_NOT = {

@@ -15,12 +15,14 @@ from mcp import Client
 
 from bench.tokens import BUDGET, measure
 from mcp_harness.harness import Harness
+from mcp_harness.memory import paths
 from mcp_harness.runs.script_journal import MAX_JOURNAL_BYTES, MAX_JOURNAL_ENTRIES
 from mcp_harness.sandbox import monty
 from mcp_harness.server import build_server
-from mcp_harness.space import paths
-from mcp_harness.tools import delegate, memory_read, plan, threads
-from mcp_harness.tools.contracts import CALLABLES, EXECUTE, RUNTIMES, VERBS, narrowed
+from mcp_harness.spaces import memory as memory_read
+from mcp_harness.spaces import threads
+from mcp_harness.verbs import delegate, plan
+from mcp_harness.verbs.contracts import CALLABLES, EXECUTE, RUNTIMES, VERBS, narrowed
 from tests.conftest import call, scripted_harness, text_of
 
 pytestmark = pytest.mark.anyio

@@ -265,7 +265,7 @@ from pathlib import Path
 import anyio
 from mcp_harness.config import load_settings
 from mcp_harness.harness import Harness, SessionBinding
-from mcp_harness.tools.delegate import spawn_for_client
+from mcp_harness.verbs.delegate import spawn_for_client
 
 SCRIPT = "def main(ctx):\\n    return ctx.delegate({'brief': 'Quick child'})['text']\\n"
 CASES = {

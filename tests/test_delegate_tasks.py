@@ -21,7 +21,7 @@ from pydantic import ConfigDict
 
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server
-from mcp_harness.tools.contracts import TASKS_EXTENSION
+from mcp_harness.verbs.contracts import TASKS_EXTENSION
 from tests.conftest import scripted_harness
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from mcp_harness.definition import normalize_definition
 from mcp_harness.errors import BadRequest, Conflict, StorageError
 from mcp_harness.harness import Harness
 from mcp_harness.store.db import Database
-from mcp_harness.tools.plan import normalize_plan, settle
+from mcp_harness.verbs.plan import normalize_plan, settle
 
 BASE = {"name": "a", "systemPrompt": "p", "modelProvider": "openai", "model": "gpt-5.2"}
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from mcp_harness.callables.documents import validate_lambda
 from mcp_harness.config import EXAMPLE_CONFIG, load_settings
 from mcp_harness.harness import Harness
-from mcp_harness.tools.documents import validate_lambda
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTOR_SEED = bytes.fromhex("0dd692e7e203e73ef684b767e35396472c73c030593b6c1d05792c09331fb1fa")

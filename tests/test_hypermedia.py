@@ -132,8 +132,15 @@ async def test_directory_lists_children_with_counts(client: Client, alice: Ident
     await call(client, "write", {"address": f"{base}/projects", "content": "All projects.", "options": {"name": "P"}})
     await call(client, "write", {"address": f"{base}/projects/a", "content": "Alpha.", "options": {"name": "A"}})
     await call(client, "write", {"address": f"{base}/projects/a/x", "content": "Deep.", "options": {"name": "X"}})
-    await call(client, "write", {"address": f"{base}/projects/b", "content": "Beta.",
-                                 "options": {"metadata": {"name": "B", "summary": "the second"}}})
+    await call(
+        client,
+        "write",
+        {
+            "address": f"{base}/projects/b",
+            "content": "Beta.",
+            "options": {"metadata": {"name": "B", "summary": "the second"}},
+        },
+    )
     listing = await call(client, "read", {"address": f"{base}/projects/:directory"})
     entries = {e["path"]: e for e in listing["documents"]}
     assert set(entries) == {"/projects/a", "/projects/b"}
@@ -146,11 +153,15 @@ async def test_directory_lists_children_with_counts(client: Client, alice: Ident
 async def test_comments_replies_and_reading_them(client: Client, alice: Identity) -> None:
     url = f"hm://{alice.account_id}/notes"
     await call(client, "write", {"address": url, "content": DOC})
-    first = await call(client, "write", {"address": url, "content": "Lovely *herons*.",
-                                         "options": {"action": "comment"}})
+    first = await call(
+        client, "write", {"address": url, "content": "Lovely *herons*.", "options": {"action": "comment"}}
+    )
     assert first["id"].startswith(f"hm://{alice.account_id}/z") and first["target"] == url
-    reply = await call(client, "write", {"address": url, "content": "Agreed.",
-                                         "options": {"action": "comment", "replyTo": first["id"]}})
+    reply = await call(
+        client,
+        "write",
+        {"address": url, "content": "Agreed.", "options": {"action": "comment", "replyTo": first["id"]}},
+    )
     assert reply["replyTo"] == first["id"].removeprefix("hm://")
     read = await call(client, "read", {"address": first["id"]})
     assert read["markdown"] == "Lovely _herons_." and read["target"] == url and read["author"] == alice.account_id
@@ -169,8 +180,9 @@ async def test_move_redirect_delete_and_fork(client: Client, alice: Identity) ->
     await call(client, "write", {"address": f"{base}/alias", "content": "temp", "options": {"name": "Alias"}})
     await call(client, "write", {"address": f"{base}/alias", "options": {"action": "redirect", "toUrl": f"{base}/new"}})
     assert (await call(client, "read", {"address": f"{base}/alias"}))["id"] == f"{base}/new"
-    forked = await call(client, "write", {"address": f"{base}/copy", "options": {"action": "fork",
-                                                                                   "fromUrl": f"{base}/new"}})
+    forked = await call(
+        client, "write", {"address": f"{base}/copy", "options": {"action": "fork", "fromUrl": f"{base}/new"}}
+    )
     assert forked["from"].startswith(f"{base}/new?v=")
     copy = await call(client, "read", {"address": f"{base}/copy"})
     assert "Moving soon." in copy["markdown"] and copy["name"] == "Mover"
@@ -187,8 +199,11 @@ async def test_embeds_render_as_labels_with_the_embedded_content(
 ) -> None:
     base = f"hm://{alice.account_id}"
     await call(client, "write", {"address": f"{base}/quoted", "content": "Quoted words.", "options": {"name": "Q"}})
-    await call(client, "write", {"address": f"{base}/host", "options": {"name": "Host"},
-                                 "content": f"See <{base}/quoted> inline.\n\n![](x)\n"})
+    await call(
+        client,
+        "write",
+        {"address": f"{base}/host", "options": {"name": "Host"}, "content": f"See <{base}/quoted> inline.\n\n![](x)\n"},
+    )
     read = await call(client, "read", {"address": f"{base}/host"})
     assert f"See <{base}/quoted> inline." in read["markdown"]
     assert read["embeds"] == [{"link": f"{base}/quoted", "label": "Q"}]
@@ -222,8 +237,11 @@ def _blob_count(db: Any) -> int:
 
 async def test_every_refusal_names_the_problem(client: Client, alice: Identity, harness: Harness) -> None:
     base = f"hm://{alice.account_id}"
-    unknown = await refused(client, "write", {"address": f"{base}/a", "content": "x",
-                                              "options": {"name": "A", "title": "T", "colour": "red"}})
+    unknown = await refused(
+        client,
+        "write",
+        {"address": f"{base}/a", "content": "x", "options": {"name": "A", "title": "T", "colour": "red"}},
+    )
     assert unknown["status"] == 400 and '"title", "colour"' in unknown["message"]
     assert "Supported options: action, signer, input, skipLinkCheck, name, metadata" in unknown["message"]
     assert "metadata.name" in unknown["message"] and "options.input" in unknown["message"]
@@ -231,27 +249,35 @@ async def test_every_refusal_names_the_problem(client: Client, alice: Identity, 
     assert nameless["status"] == 400 and "needs a name" in nameless["message"]
     orphan = await refused(client, "write", {"address": f"{base}/x/y", "content": "y", "options": {"name": "Y"}})
     assert "parent" in orphan["message"]
-    malformed = await refused(client, "write", {"address": f"{base}/a", "options": {"name": "A"},
-                                                "content": "[bad](hm://)"})
+    malformed = await refused(
+        client, "write", {"address": f"{base}/a", "options": {"name": "A"}, "content": "[bad](hm://)"}
+    )
     assert malformed["status"] == 400 and "malformed" in malformed["message"]
-    missing = await refused(client, "write", {"address": f"{base}/a", "options": {"name": "A"},
-                                              "content": f"[gone]({base}/nowhere)"})
+    missing = await refused(
+        client, "write", {"address": f"{base}/a", "options": {"name": "A"}, "content": f"[gone]({base}/nowhere)"}
+    )
     assert "skipLinkCheck" in missing["message"]
-    await call(client, "write", {"address": f"{base}/a", "content": f"[gone]({base}/nowhere)",
-                                 "options": {"name": "A", "skipLinkCheck": True}})
-    big = await refused(client, "write", {"address": f"{base}/big", "content": "x" * (256 * 1024 + 1),
-                                          "options": {"name": "Big"}})
+    await call(
+        client,
+        "write",
+        {"address": f"{base}/a", "content": f"[gone]({base}/nowhere)", "options": {"name": "A", "skipLinkCheck": True}},
+    )
+    big = await refused(
+        client, "write", {"address": f"{base}/big", "content": "x" * (256 * 1024 + 1), "options": {"name": "Big"}}
+    )
     assert big["status"] == 413
     bad_action = await refused(client, "write", {"address": f"{base}/a", "options": {"action": "explode"}})
     assert "Unknown write action" in bad_action["message"]
     again = await refused(client, "write", {"address": f"{base}/a", "content": "z", "options": {"name": "A"}})
     assert again["status"] == 409 and "update" in again["message"]
     foreign = KeyPair.generate().account_id
-    not_ours = await refused(client, "write", {"address": f"hm://{foreign}/p", "content": "z",
-                                               "options": {"name": "P"}})
+    not_ours = await refused(
+        client, "write", {"address": f"hm://{foreign}/p", "content": "z", "options": {"name": "P"}}
+    )
     assert not_ours["status"] == 403 and "capability" in not_ours["message"]
-    wrong_signer = await refused(client, "write", {"address": f"{base}/s", "content": "z",
-                                                   "options": {"name": "S", "signer": "Mallory"}})
+    wrong_signer = await refused(
+        client, "write", {"address": f"{base}/s", "content": "z", "options": {"name": "S", "signer": "Mallory"}}
+    )
     assert "Alice" in wrong_signer["message"]
     grant(harness, alice, tools=["execute"])
     forbidden = await refused(client, "write", {"address": f"{base}/b", "content": "z", "options": {"name": "B"}})
@@ -267,11 +293,15 @@ async def test_signer_by_profile_name_and_from_path(client: Client, harness: Har
     alice, bob = create_identity(harness, "Alice"), create_identity(harness, "Bob")
     grant(harness, alice, bob)
     await call(client, "write", {"address": "~/memory/post.md", "content": "---\ntitle: Post\n---\n\nHello."})
-    made = await call(client, "write", {"address": f"hm://{bob.account_id}/post",
-                                        "options": {"fromPath": "post.md", "signer": "Bob"}})
+    made = await call(
+        client, "write", {"address": f"hm://{bob.account_id}/post", "options": {"fromPath": "post.md", "signer": "Bob"}}
+    )
     assert made["signer"] == bob.account_id and made["name"] == "Post"
-    ambiguous = await refused(client, "write", {"address": f"hm://{KeyPair.generate().account_id}/p",
-                                                "content": "x", "options": {"name": "P"}})
+    ambiguous = await refused(
+        client,
+        "write",
+        {"address": f"hm://{KeyPair.generate().account_id}/p", "content": "x", "options": {"name": "P"}},
+    )
     assert "signer" in ambiguous["message"]
 
 
@@ -290,12 +320,16 @@ async def test_identities_publish_profile_and_home_document(client: Client, harn
     assert (await refused(client, "read", {"address": f"hm://{imported.account_id}"}))["status"] == 404
 
 
-async def test_every_blob_the_node_signed_verifies_in_the_official_client(client: Client, alice: Identity,
-                                                                          harness: Harness) -> None:
+async def test_every_blob_the_node_signed_verifies_in_the_official_client(
+    client: Client, alice: Identity, harness: Harness
+) -> None:
     base = f"hm://{alice.account_id}"
     await call(client, "write", {"address": f"{base}/notes", "content": DOC})
-    await call(client, "write", {"address": f"{base}/notes", "content": DOC.replace("three", "five"),
-                                 "options": {"action": "update"}})
+    await call(
+        client,
+        "write",
+        {"address": f"{base}/notes", "content": DOC.replace("three", "five"), "options": {"action": "update"}},
+    )
     await call(client, "write", {"address": f"{base}/notes", "content": "Nice.", "options": {"action": "comment"}})
     await call(client, "write", {"address": f"{base}/notes", "options": {"action": "move", "toPath": "/n2"}})
     await call(client, "write", {"address": f"{base}/n2", "options": {"action": "delete"}})
@@ -303,8 +337,9 @@ async def test_every_blob_the_node_signed_verifies_in_the_official_client(client
     assert {"Change", "Ref", "Comment", "Profile"} <= checked
 
 
-async def test_ingest_verifies_every_blob_and_stores_all_or_none(client: Client, alice: Identity,
-                                                               harness: Harness) -> None:
+async def test_ingest_verifies_every_blob_and_stores_all_or_none(
+    client: Client, alice: Identity, harness: Harness
+) -> None:
     url = f"hm://{alice.account_id}/notes"
     await call(client, "write", {"address": url, "content": DOC})
     with harness.db.reading() as conn:
@@ -319,9 +354,10 @@ async def test_ingest_verifies_every_blob_and_stores_all_or_none(client: Client,
             assert conn.execute("SELECT COUNT(*) FROM hm_blobs").fetchone()[0] == 0
         other.hypermedia.ingest(rows)
         document = other.hypermedia.document(alice.account_id, "/notes")
-        assert document.name == "Field notes" and document.version == harness.hypermedia.document(
-            alice.account_id, "/notes"
-        ).version
+        assert (
+            document.name == "Field notes"
+            and document.version == harness.hypermedia.document(alice.account_id, "/notes").version
+        )
     finally:
         other.close()
 
@@ -370,11 +406,17 @@ async def test_a_version_of_another_document_is_not_read_as_this_one(client: Cli
     wrong = await refused(client, "read", {"address": f"{base}/a?v={made_b['version']}"})
     assert wrong["status"] == 404 and "not a version of" in wrong["message"]
     assert (await call(client, "read", {"address": f"{base}/a?v={made_a['version']}"}))["name"] == "A"
-    link = await refused(client, "write", {"address": f"{base}/c", "options": {"name": "C"},
-                                           "content": f"[old]({base}/a?v={made_b['version']})"})
+    link = await refused(
+        client,
+        "write",
+        {"address": f"{base}/c", "options": {"name": "C"}, "content": f"[old]({base}/a?v={made_b['version']})"},
+    )
     assert link["status"] == 400 and "skipLinkCheck" in link["message"]
-    fork = await refused(client, "write", {"address": f"{base}/f", "options": {
-        "action": "fork", "fromUrl": f"{base}/a?v={made_b['version']}"}})
+    fork = await refused(
+        client,
+        "write",
+        {"address": f"{base}/f", "options": {"action": "fork", "fromUrl": f"{base}/a?v={made_b['version']}"}},
+    )
     assert fork["status"] == 404
 
 
@@ -396,8 +438,11 @@ async def test_a_reply_must_answer_a_comment_on_the_same_document(client: Client
     await call(client, "write", {"address": f"{base}/a", "content": "A.", "options": {"name": "A"}})
     await call(client, "write", {"address": f"{base}/b", "content": "B.", "options": {"name": "B"}})
     first = await call(client, "write", {"address": f"{base}/a", "content": "On A.", "options": {"action": "comment"}})
-    stray = await refused(client, "write", {"address": f"{base}/b", "content": "Reply.",
-                                            "options": {"action": "comment", "replyTo": first["id"]}})
+    stray = await refused(
+        client,
+        "write",
+        {"address": f"{base}/b", "content": "Reply.", "options": {"action": "comment", "replyTo": first["id"]}},
+    )
     assert stray["status"] == 400 and f"{base}/a" in stray["message"]
 
 
@@ -407,8 +452,9 @@ async def test_a_redirected_path_is_replaced_by_a_create_not_updated_in_place(cl
     await call(client, "write", {"address": f"{base}/old", "options": {"action": "move", "toPath": "/new"}})
     for options in ({"action": "update"}, {"action": "delete"}, {"action": "comment"}):
         content = None if options["action"] == "delete" else "x"
-        error = await refused(client, "write", {"address": f"{base}/old", "options": options,
-                                                **({"content": content} if content else {})})
+        error = await refused(
+            client, "write", {"address": f"{base}/old", "options": options, **({"content": content} if content else {})}
+        )
         assert error["status"] == 409 and f"redirects to {base}/new" in error["message"], error
     fresh = await call(client, "write", {"address": f"{base}/old", "content": "A new page.", "options": {"name": "N"}})
     assert fresh["id"] == f"{base}/old"
@@ -420,8 +466,9 @@ async def test_a_redirected_path_is_replaced_by_a_create_not_updated_in_place(cl
     await call(client, "write", {"address": f"{base}/back", "options": {"action": "move", "toPath": "/new"}})
     assert (await call(client, "read", {"address": f"{base}/back"}))["id"] == f"{base}/new"
     await call(client, "write", {"address": f"{base}/new", "options": {"action": "delete"}})
-    deleted = await refused(client, "write", {"address": f"{base}/new", "content": "y",
-                                              "options": {"action": "update"}})
+    deleted = await refused(
+        client, "write", {"address": f"{base}/new", "content": "y", "options": {"action": "update"}}
+    )
     assert deleted["status"] == 404 and "deleted" in deleted["message"]
 
 
@@ -430,15 +477,20 @@ async def test_redirects_refuse_loops_and_deleted_targets(client: Client, alice:
     for name in ("a", "b", "c"):
         await call(client, "write", {"address": f"{base}/{name}", "content": name, "options": {"name": name}})
     await call(client, "write", {"address": f"{base}/b", "options": {"action": "redirect", "toUrl": f"{base}/a"}})
-    loop = await refused(client, "write", {"address": f"{base}/a", "options": {
-        "action": "redirect", "toUrl": f"{base}/b", "skipLinkCheck": True}})
+    loop = await refused(
+        client,
+        "write",
+        {"address": f"{base}/a", "options": {"action": "redirect", "toUrl": f"{base}/b", "skipLinkCheck": True}},
+    )
     assert loop["status"] == 400 and "loop" in loop["message"]
     await call(client, "write", {"address": f"{base}/c", "options": {"action": "delete"}})
-    dead = await refused(client, "write", {"address": f"{base}/a", "options": {"action": "redirect",
-                                                                             "toUrl": f"{base}/c"}})
+    dead = await refused(
+        client, "write", {"address": f"{base}/a", "options": {"action": "redirect", "toUrl": f"{base}/c"}}
+    )
     assert dead["status"] == 400 and "deleted" in dead["message"] and "skipLinkCheck" in dead["message"]
-    versioned = await refused(client, "write", {"address": f"{base}/a", "options": {"action": "redirect",
-                                                                                  "toUrl": f"{base}/b#blk"}})
+    versioned = await refused(
+        client, "write", {"address": f"{base}/a", "options": {"action": "redirect", "toUrl": f"{base}/b#blk"}}
+    )
     assert versioned["status"] == 400
 
 
@@ -447,18 +499,25 @@ async def test_move_and_fork_need_the_parent_and_refuse_what_they_would_drop(cli
     await call(client, "write", {"address": f"{base}/a", "content": "A.", "options": {"name": "A"}})
     orphan = await refused(client, "write", {"address": f"{base}/a", "options": {"action": "move", "toPath": "/x/y"}})
     assert orphan["status"] == 400 and "parent" in orphan["message"]
-    inside = await refused(client, "write", {"address": f"{base}/a", "options": {"action": "move",
-                                                                               "toPath": "/a/under"}})
+    inside = await refused(
+        client, "write", {"address": f"{base}/a", "options": {"action": "move", "toPath": "/a/under"}}
+    )
     assert inside["status"] == 400 and "inside itself" in inside["message"]
-    fork_orphan = await refused(client, "write", {"address": f"{base}/nop/x", "options": {
-        "action": "fork", "fromUrl": f"{base}/a"}})
+    fork_orphan = await refused(
+        client, "write", {"address": f"{base}/nop/x", "options": {"action": "fork", "fromUrl": f"{base}/a"}}
+    )
     assert fork_orphan["status"] == 400 and "parent" in fork_orphan["message"]
-    for options in ({"action": "fork", "fromUrl": f"{base}/a"}, {"action": "move", "toPath": "/m"},
-                    {"action": "delete"}, {"action": "redirect", "toUrl": f"{base}/a"}):
+    for options in (
+        {"action": "fork", "fromUrl": f"{base}/a"},
+        {"action": "move", "toPath": "/m"},
+        {"action": "delete"},
+        {"action": "redirect", "toUrl": f"{base}/a"},
+    ):
         dropped = await refused(client, "write", {"address": f"{base}/z", "content": "ignored?", "options": options})
         assert dropped["status"] == 400 and "content" in dropped["message"], dropped
-    block = await refused(client, "write", {"address": f"{base}/f", "options": {"action": "fork",
-                                                                              "fromUrl": f"{base}/a#blk"}})
+    block = await refused(
+        client, "write", {"address": f"{base}/f", "options": {"action": "fork", "fromUrl": f"{base}/a#blk"}}
+    )
     assert block["status"] == 400 and "#" in block["message"]
     dots = await refused(client, "write", {"address": f"{base}/..", "content": "x", "options": {"name": "D"}})
     assert dots["status"] == 400 and "'..'" in dots["message"]
@@ -471,7 +530,7 @@ async def test_concurrent_writes_are_each_atomic(
 
     import anyio
 
-    from mcp_harness.tools import hm_write
+    from mcp_harness.spaces.hm import write as hm_write
 
     base = f"hm://{alice.account_id}"
     await call(client, "write", {"address": f"{base}/src", "content": "Source.", "options": {"name": "Src"}})
@@ -486,13 +545,15 @@ async def test_concurrent_writes_are_each_atomic(
     outcomes: list[bool] = []
 
     async def fork() -> None:
-        result = await client.call_tool("write", {"address": f"{base}/copy", "options": {
-            "action": "fork", "fromUrl": f"{base}/src"}})
+        result = await client.call_tool(
+            "write", {"address": f"{base}/copy", "options": {"action": "fork", "fromUrl": f"{base}/src"}}
+        )
         outcomes.append(not result.is_error)
 
     async def update(key: str) -> None:
-        await call(client, "write", {"address": f"{base}/src", "options": {"action": "update",
-                                                                          "metadata": {key: "set"}}})
+        await call(
+            client, "write", {"address": f"{base}/src", "options": {"action": "update", "metadata": {key: "set"}}}
+        )
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(fork)
@@ -513,8 +574,9 @@ async def test_update_metadata_removes_with_null_but_never_the_name(client: Clie
     for bad in ({"name": None}, {"name": ""}, {"name": 3}):
         error = await refused(client, "write", {"address": url, "options": {"action": "update", "metadata": bad}})
         assert error["status"] == 400 and "name" in error["message"]
-    same = await call(client, "write", {"address": url, "options": {"action": "update",
-                                                                    "metadata": {"theme.headerLayout": "C"}}})
+    same = await call(
+        client, "write", {"address": url, "options": {"action": "update", "metadata": {"theme.headerLayout": "C"}}}
+    )
     assert "nothing to publish" in same["summary"] and same["blobs"] == []
 
 
@@ -522,62 +584,99 @@ async def test_link_check_covers_block_fragments_and_comment_bodies(client: Clie
     base = f"hm://{alice.account_id}"
     await call(client, "write", {"address": f"{base}/t", "content": "Target.", "options": {"name": "T"}})
     block = ids_of((await call(client, "read", {"address": f"{base}/t"}))["markdown"])[0]
-    await call(client, "write", {"address": f"{base}/ok", "content": f"[here]({base}/t#{block})",
-                                 "options": {"name": "OK"}})
-    missing = await refused(client, "write", {"address": f"{base}/bad", "content": f"[here]({base}/t#nope)",
-                                              "options": {"name": "Bad"}})
+    await call(
+        client, "write", {"address": f"{base}/ok", "content": f"[here]({base}/t#{block})", "options": {"name": "OK"}}
+    )
+    missing = await refused(
+        client, "write", {"address": f"{base}/bad", "content": f"[here]({base}/t#nope)", "options": {"name": "Bad"}}
+    )
     assert missing["status"] == 400 and "#nope" in missing["message"]
-    comment = await refused(client, "write", {"address": f"{base}/t", "content": f"See <{base}/ghost>.",
-                                              "options": {"action": "comment"}})
+    comment = await refused(
+        client, "write", {"address": f"{base}/t", "content": f"See <{base}/ghost>.", "options": {"action": "comment"}}
+    )
     assert comment["status"] == 400 and "skipLinkCheck" in comment["message"]
 
 
-async def test_profile_update_republishes_the_signers_profile(client: Client, alice: Identity,
-                                                               harness: Harness) -> None:
+async def test_profile_update_republishes_the_signers_profile(
+    client: Client, alice: Identity, harness: Harness
+) -> None:
     from mcp_harness.hypermedia.cid import RAW, cid_of
     from mcp_harness.identity.identities import list_identities
 
     home = f"hm://{alice.account_id}"
     avatar = f"ipfs://{cid_of(b'picture', RAW)}"
-    dry = await call(client, "write", {"address": home, "dryRun": True, "options": {
-        "action": "profile.update", "name": "Alicia"}})
+    dry = await call(
+        client, "write", {"address": home, "dryRun": True, "options": {"action": "profile.update", "name": "Alicia"}}
+    )
     assert dry["dryRun"] is True
     assert (await call(client, "read", {"address": f"{home}/:profile"}))["name"] == "Alice"
-    made = await call(client, "write", {"address": home, "options": {
-        "action": "profile.update", "name": "Alicia", "metadata": {"avatar": avatar, "description": "Hi."}}})
+    made = await call(
+        client,
+        "write",
+        {
+            "address": home,
+            "options": {
+                "action": "profile.update",
+                "name": "Alicia",
+                "metadata": {"avatar": avatar, "description": "Hi."},
+            },
+        },
+    )
     assert made["id"] == home and made["name"] == "Alicia"
     profile = await call(client, "read", {"address": f"{home}/:profile"})
     assert (profile["name"], profile["avatar"], profile["description"]) == ("Alicia", avatar, "Hi.")
     assert [i.label for i in list_identities(harness)] == ["Alicia"]
     # Fields left out are kept; null removes one.
-    await call(client, "write", {"address": home, "options": {"action": "profile.update",
-                                                              "metadata": {"description": None}}})
+    await call(
+        client, "write", {"address": home, "options": {"action": "profile.update", "metadata": {"description": None}}}
+    )
     profile = await call(client, "read", {"address": f"{home}/:profile"})
     assert profile["name"] == "Alicia" and profile["avatar"] == avatar and "description" not in profile
-    https = await refused(client, "write", {"address": home, "options": {
-        "action": "profile.update", "metadata": {"avatar": "https://example.org/a.png"}}})
+    https = await refused(
+        client,
+        "write",
+        {"address": home, "options": {"action": "profile.update", "metadata": {"avatar": "https://example.org/a.png"}}},
+    )
     assert https["status"] == 400 and "ipfs://" in https["message"]
-    long = await refused(client, "write", {"address": home, "options": {
-        "action": "profile.update", "metadata": {"description": "x" * 512}}})
+    long = await refused(
+        client,
+        "write",
+        {"address": home, "options": {"action": "profile.update", "metadata": {"description": "x" * 512}}},
+    )
     assert long["status"] == 400 and "512" in long["message"]
-    unknown = await refused(client, "write", {"address": home, "options": {
-        "action": "profile.update", "metadata": {"colour": "red"}}})
+    unknown = await refused(
+        client, "write", {"address": home, "options": {"action": "profile.update", "metadata": {"colour": "red"}}}
+    )
     assert unknown["status"] == 400 and "colour" in unknown["message"] and "avatar" in unknown["message"]
-    nested = await refused(client, "write", {"address": f"{home}/doc", "options": {"action": "profile.update",
-                                                                                  "name": "X"}})
+    nested = await refused(
+        client, "write", {"address": f"{home}/doc", "options": {"action": "profile.update", "name": "X"}}
+    )
     assert nested["status"] == 400 and "account" in nested["message"]
-    other = await refused(client, "write", {"address": f"hm://{KeyPair.generate().account_id}",
-                                            "options": {"action": "profile.update", "name": "X"}})
+    other = await refused(
+        client,
+        "write",
+        {"address": f"hm://{KeyPair.generate().account_id}", "options": {"action": "profile.update", "name": "X"}},
+    )
     assert other["status"] in (400, 403)
     draft = await refused(client, "write", {"address": home, "options": {"action": "draft.create"}})
     assert draft["status"] == 400 and "profile.update" in draft["message"]
 
 
-async def test_renaming_an_identity_keeps_the_profile_picture_and_description(client: Client, alice: Identity,
-                                                                               harness: Harness) -> None:
+async def test_renaming_an_identity_keeps_the_profile_picture_and_description(
+    client: Client, alice: Identity, harness: Harness
+) -> None:
     avatar = "ipfs://bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
-    await call(client, "write", {"address": f"hm://{alice.account_id}", "options": {
-        "action": "profile.update", "metadata": {"avatar": avatar, "description": "Writes field notes."}}})
+    await call(
+        client,
+        "write",
+        {
+            "address": f"hm://{alice.account_id}",
+            "options": {
+                "action": "profile.update",
+                "metadata": {"avatar": avatar, "description": "Writes field notes."},
+            },
+        },
+    )
     update_identity(harness, alice.name, "Alice B.")
     profile = await call(client, "read", {"address": f"hm://{alice.account_id}/:profile"})
     assert (profile["name"], profile["avatar"], profile["description"]) == ("Alice B.", avatar, "Writes field notes.")

@@ -236,7 +236,7 @@ time.sleep(120)
 _WRITE_THEN_HANG = """
 import os, sys, time
 from pathlib import Path
-from mcp_harness.space.memory import MemoryStore
+from mcp_harness.memory.store import MemoryStore
 
 def hang(*args, **kwargs):
     print("writing", flush=True)

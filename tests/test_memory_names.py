@@ -1,6 +1,6 @@
 """Names only sandboxed code can create (not UTF-8, control characters, backslashes, too deep) never break a read.
 
-The rule (space/paths.py): listings show such an entry escaped and flagged `addressable: false`, and the rest comes
+The rule (memory/paths.py): listings show such an entry escaped and flagged `addressable: false`, and the rest comes
 back as usual; resources/list offers only addressable files; writes refuse control characters; the sandbox's change
 report uses the same escaped form. Everything here goes through the real sandbox and the SDK's client.
 """

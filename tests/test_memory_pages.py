@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 
 from mcp_harness.harness import Harness
-from mcp_harness.space import listing
-from mcp_harness.tools.memory_read import INLINE_BYTES, MAX_PAGE_BYTES, MAX_PAGE_WIRE_BYTES, page_window
+from mcp_harness.memory import listing
+from mcp_harness.spaces.memory import INLINE_BYTES, MAX_PAGE_BYTES, MAX_PAGE_WIRE_BYTES, page_window
 from tests.conftest import call, refused, text_of
 
 pytestmark = pytest.mark.anyio

@@ -30,7 +30,7 @@ from mcp_harness.models import clients
 from mcp_harness.models.sampling import SamplingClient
 from mcp_harness.runs.records import RunRecord
 from mcp_harness.server import build_server, http_app
-from mcp_harness.tools.contracts import TASKS_EXTENSION
+from mcp_harness.verbs.contracts import TASKS_EXTENSION
 from tests.conftest import call, refused, scripted_harness, serving
 
 pytestmark = pytest.mark.anyio

@@ -16,7 +16,7 @@ from mcp_harness.harness import Harness
 from mcp_harness.runs.outcomes import INTERRUPTED, Failed, Succeeded
 from mcp_harness.runs.resolve import reconcile_at_boot
 from mcp_harness.runs.script import ScriptExecutor
-from mcp_harness.tools import delegate as delegate_verb
+from mcp_harness.verbs import delegate as delegate_verb
 from tests.conftest import scripted_harness
 
 pytestmark = pytest.mark.anyio

@@ -16,7 +16,7 @@ from mcp_harness.errors import BadRequest
 from mcp_harness.harness import Harness
 from mcp_harness.runs.script import ScriptExecutor
 from mcp_harness.server import build_server
-from mcp_harness.tools import delegate as delegate_verb
+from mcp_harness.verbs import delegate as delegate_verb
 from tests.conftest import call, refused, scripted_harness
 
 pytestmark = pytest.mark.anyio

@@ -44,8 +44,14 @@ def publisher(tmp_path: Path) -> tuple[Harness, str]:
     node = h.hypermedia
     key = load_keypair(h, identity.name)
     parsed = parse_markdown("# Real content\n\nThe **document** itself.\n")
-    node.publish(node.create(key, identity.account_id, "/notes", metadata_operations({"name": "Notes"})
-                             + document_operations(parsed.tree)))
+    node.publish(
+        node.create(
+            key,
+            identity.account_id,
+            "/notes",
+            metadata_operations({"name": "Notes"}) + document_operations(parsed.tree),
+        )
+    )
     return h, identity.account_id
 
 
@@ -75,21 +81,33 @@ def site_app(site: Harness, uid: str) -> Starlette:
         document = site.hypermedia.document(hm.uid, path, hm.version)
         return JSONResponse({"json": document.to_json()})
 
-    return Starlette(routes=[
-        Route("/api/Resource", resource),
-        Route("/{path:path}", page, methods=["GET", "OPTIONS"]),
-    ])
+    return Starlette(
+        routes=[
+            Route("/api/Resource", resource),
+            Route("/{path:path}", page, methods=["GET", "OPTIONS"]),
+        ]
+    )
 
 
 @pytest.fixture
 async def tls_site(tmp_path: Path, publisher: tuple[Harness, str]) -> AsyncIterator[tuple[str, str, Egress]]:
     site, uid = publisher
     cert, key = _self_signed(tmp_path, HOST)
-    config = uvicorn.Config(site_app(site, uid), host="127.0.0.1", port=0, log_level="warning", lifespan="off",
-                            ssl_certfile=cert, ssl_keyfile=key)
+    config = uvicorn.Config(
+        site_app(site, uid),
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="off",
+        ssl_certfile=cert,
+        ssl_keyfile=key,
+    )
     server = uvicorn.Server(config)
-    egress = Egress(WebSettings(allow_hosts=[HOST]), resolver=lambda host, port: ["127.0.0.1"],
-                    verify=ssl.create_default_context(cafile=str(cert)))
+    egress = Egress(
+        WebSettings(allow_hosts=[HOST]),
+        resolver=lambda host, port: ["127.0.0.1"],
+        verify=ssl.create_default_context(cafile=str(cert)),
+    )
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         with anyio.fail_after(10):
@@ -148,7 +166,6 @@ async def test_raw_reads_skip_the_hypermedia_probe(web_client: Client, tls_site:
     base, _, _ = tls_site
     raw = await call(web_client, "read", {"address": f"{base}/notes", "options": {"raw": True}})
     assert raw["markdown"] == CHROME
-
 
 
 async def test_an_hm_path_that_names_no_account_is_not_taken_for_a_gateway(

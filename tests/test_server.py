@@ -8,7 +8,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_harness.harness import Harness
-from mcp_harness.tools.contracts import VERBS
+from mcp_harness.verbs.contracts import VERBS
 from tests.conftest import call, refused, text_of
 
 pytestmark = pytest.mark.anyio

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from mcp_harness.callables.documents import builtin_document, cid_of_bytes
 from mcp_harness.config import load_settings
 from mcp_harness.definition import normalize_definition
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server
-from mcp_harness.tools.documents import builtin_document, cid_of_bytes
 from tests.conftest import call, refused, text_of
 
 pytestmark = pytest.mark.anyio
@@ -57,8 +57,8 @@ async def test_builtin_contract_carries_its_cid_and_the_narrowed_runtime_enum(cl
 
 
 def test_builtins_are_rewritten_only_when_their_cid_changes(harness: Harness) -> None:
-    from mcp_harness.tools import catalog
-    from mcp_harness.tools.contracts import CALLABLES
+    from mcp_harness.callables import catalog
+    from mcp_harness.verbs.contracts import CALLABLES
 
     agent = harness.agent()
     catalog.visible_documents(harness, agent)
@@ -217,7 +217,7 @@ async def test_an_unknown_runtime_is_refused_with_the_accepted_set(client: Clien
 
 
 def test_the_default_runtime_follows_what_the_host_offers() -> None:
-    from mcp_harness.tools.documents import validate_lambda
+    from mcp_harness.callables.documents import validate_lambda
 
     body = {"description": "D.", "source": "x"}
     assert validate_lambda("t1", body, ("ts", "python", "shell")).runtime == "python"

@@ -95,7 +95,7 @@ class _Chat:
         Raises:
             Conflict: a run of the session is still live (one turn at a time, and a parked turn resumes by itself).
         """
-        from mcp_harness.tools.delegate import title_of
+        from mcp_harness.verbs.delegate import title_of
 
         h = self.harness
         assert self.agent is not None
@@ -153,7 +153,7 @@ class _Chat:
                 await h.engine.cancel(run.id)
             raise
         if current.status != "succeeded":
-            from mcp_harness.tools.threads import run_phrase
+            from mcp_harness.spaces.threads import run_phrase
 
             self.failed = True
             print(
@@ -162,7 +162,7 @@ class _Chat:
             )
 
     def print(self, event: EventRecord) -> None:
-        from mcp_harness.tools.threads import render_event
+        from mcp_harness.spaces.threads import render_event
 
         if self.args.json:
             return

@@ -16,8 +16,8 @@ import anyio
 from mcp_harness.cli import run_queries
 from mcp_harness.cli._common import command_flags, emit, fmt_time, opened, plural
 from mcp_harness.runs.records import RunStatus
+from mcp_harness.spaces.threads import JOURNAL_TAIL, journal_line, run_phrase
 from mcp_harness.store._util import now_ms
-from mcp_harness.tools.threads import JOURNAL_TAIL, journal_line, run_phrase
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness
@@ -125,7 +125,7 @@ def _show(args: argparse.Namespace, out: Any) -> int:
     if run.output is not None:
         lines.append(f"  output   {json.dumps(run.output, ensure_ascii=False)[:2000]}")
     if plan:
-        from mcp_harness.tools.plan import plan_markdown
+        from mcp_harness.verbs.plan import plan_markdown
 
         lines.append("  plan")
         lines += [f"    {line}" for line in plan_markdown(plan).splitlines() if line]

@@ -90,7 +90,7 @@ def event_row(event: EventRecord) -> dict[str, Any]:
 
 
 def event_line(event: EventRecord) -> str:
-    from mcp_harness.tools.threads import render_event
+    from mcp_harness.spaces.threads import render_event
 
     return f"{event.actor}\t{event.seq}\t{fmt_time(event.created_at)}\t{render_event(event)}"
 
@@ -148,7 +148,7 @@ def _follow(harness: Harness, args: argparse.Namespace, out: Any, shown: list[Ev
 def footer(harness: Harness, session_id: str) -> list[str]:
     """Lines after a session's events: each script's `ctx.log` lines, and the latest run's end unless it
     succeeded (its error: after three provider 500s, the transcript shows only the brief)."""
-    from mcp_harness.tools.threads import journal_line, run_phrase
+    from mcp_harness.spaces.threads import journal_line, run_phrase
 
     lines: list[str] = []
     for script in run_queries.script_runs_of(harness, session_id):

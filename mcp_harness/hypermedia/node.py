@@ -282,15 +282,16 @@ class Node:
         existing = self.store.current_ref(space, path)
         if existing is not None and not existing.is_tombstone and not existing.is_redirect:
             raise Conflict(
-                f"A document already exists at {hm_url(space, path)}. Use options.action \"update\" to revise it."
+                f'A document already exists at {hm_url(space, path)}. Use options.action "update" to revise it.'
             )
         genesis = blobs.genesis_change(key)
         ts = self._next_ts(key, 0)
         change = blobs.change(key, genesis=genesis.cid, deps=[genesis.cid], depth=1, ops=ops, ts=ts)
         # A new generation wins over whatever an earlier, deleted document at this path left behind.
         generation = max(ts, (existing.generation + 1) if existing else 0)
-        ref = blobs.ref(key, space=space, path=path, genesis=genesis.cid, heads=[change.cid], generation=generation,
-                        ts=ts)
+        ref = blobs.ref(
+            key, space=space, path=path, genesis=genesis.cid, heads=[change.cid], generation=generation, ts=ts
+        )
         return [genesis, change, ref]
 
     def update(self, key: KeyPair, document: Document, ops: list[dict[str, Any]]) -> list[Blob]:
@@ -299,22 +300,44 @@ class Node:
         deps = [CID.parse(h) for h in document.state.heads]
         ts = self._next_ts(key, document.state.update_time)
         change = blobs.change(key, genesis=genesis, deps=deps, depth=document.state.depth + 1, ops=ops, ts=ts)
-        ref = blobs.ref(key, space=document.space, path=document.path, genesis=genesis, heads=[change.cid],
-                        generation=document.ref.generation, ts=max(ts, document.ref.ts + 1))
+        ref = blobs.ref(
+            key,
+            space=document.space,
+            path=document.path,
+            genesis=genesis,
+            heads=[change.cid],
+            generation=document.ref.generation,
+            ts=max(ts, document.ref.ts + 1),
+        )
         return [change, ref]
 
     def tombstone(self, key: KeyPair, document: Document) -> Blob:
         ts = self._next_ts(key, document.ref.ts)
-        return blobs.ref(key, space=document.space, path=document.path, genesis=_genesis(document.ref), heads=[],
-                         generation=document.ref.generation, ts=ts)
+        return blobs.ref(
+            key,
+            space=document.space,
+            path=document.path,
+            genesis=_genesis(document.ref),
+            heads=[],
+            generation=document.ref.generation,
+            ts=ts,
+        )
 
     def redirect(self, key: KeyPair, document: Document, to_space: str, to_path: str) -> Blob:
         target: dict[str, Any] = {"path": to_path}
         if to_space != document.space:
             target["space"] = to_space
         ts = self._next_ts(key, document.ref.ts)
-        return blobs.ref(key, space=document.space, path=document.path, genesis=_genesis(document.ref), heads=[],
-                         generation=document.ref.generation, ts=ts, redirect=target)
+        return blobs.ref(
+            key,
+            space=document.space,
+            path=document.path,
+            genesis=_genesis(document.ref),
+            heads=[],
+            generation=document.ref.generation,
+            ts=ts,
+            redirect=target,
+        )
 
     def move(self, key: KeyPair, document: Document, to_path: str) -> list[Blob]:
         """The document's heads under a new path, and a redirect left at the old one. A deleted document or a
@@ -324,8 +347,15 @@ class Node:
             raise Conflict(f"Cannot move to {hm_url(document.space, to_path)}: a document is already there.")
         ts = self._next_ts(key, document.ref.ts)
         generation = max(document.ref.generation, (existing.generation + 1) if existing else 0)
-        moved = blobs.ref(key, space=document.space, path=to_path, genesis=_genesis(document.ref),
-                          heads=[CID.parse(h) for h in document.state.heads], generation=generation, ts=ts)
+        moved = blobs.ref(
+            key,
+            space=document.space,
+            path=to_path,
+            genesis=_genesis(document.ref),
+            heads=[CID.parse(h) for h in document.state.heads],
+            generation=generation,
+            ts=ts,
+        )
         return [moved, self.redirect(key, document, document.space, to_path)]
 
     def comment_blob(
@@ -339,9 +369,16 @@ class Node:
         if reply_to is not None:
             reply_parent = CID.parse(reply_to.row.cid)
             thread_root = CID.parse(reply_to.row.thread_root) if reply_to.row.thread_root else reply_parent
-        return blobs.comment(key, space=document.space, path=document.path,
-                             version=[CID.parse(h) for h in document.state.heads], body=body,
-                             ts=self._next_ts(key, 0), thread_root=thread_root, reply_parent=reply_parent)
+        return blobs.comment(
+            key,
+            space=document.space,
+            path=document.path,
+            version=[CID.parse(h) for h in document.state.heads],
+            body=body,
+            ts=self._next_ts(key, 0),
+            thread_root=thread_root,
+            reply_parent=reply_parent,
+        )
 
     def profile_blob(self, key: KeyPair, name: str, avatar: str | None = None, description: str | None = None) -> Blob:
         return blobs.profile(key, name=name, avatar=avatar, description=description, ts=self._next_ts(key, 0))

@@ -17,10 +17,10 @@ from mcp_harness.addresses import PLAN_URI, SELF_URI, parse_address, thread_uri,
 from mcp_harness.addresses import memory_uri as memory_resource_uri
 from mcp_harness.errors import HarnessError
 from mcp_harness.harness import SessionBinding
-from mcp_harness.space.paths import normalize_memory_path
-from mcp_harness.tools import read as read_verb
-from mcp_harness.tools import threads
-from mcp_harness.tools.contracts import VERBS
+from mcp_harness.memory.paths import normalize_memory_path
+from mcp_harness.spaces import threads
+from mcp_harness.verbs import read as read_verb
+from mcp_harness.verbs.contracts import VERBS
 
 RESOURCE_NOT_FOUND = -32002
 """What a missing resource answers in the handshake era (2025-11-25 and before: "Resource not found: -32002")."""
@@ -28,7 +28,7 @@ PAGE_SIZE = 100
 CURSOR_PREFIX = "after:"
 _CURSOR = re.compile(r"after:([A-Za-z0-9_-]+)")
 """A cursor names the last memory file of the page before, `after:` + its path in unpadded base64url: the walk of
-the tree resumes just after that path (space/walk.py), so a page costs what it lists, not a walk of the tree."""
+the tree resumes just after that path (memory/walk.py), so a page costs what it lists, not a walk of the tree."""
 
 RESOURCE_TEMPLATES = [
     types.ResourceTemplate(
@@ -187,7 +187,7 @@ def read_resource_sync(
             case "plan":
                 result = read_verb.read_plan(ctx, "markdown")
             case "hm":
-                from mcp_harness.tools.hm_read import read_hm
+                from mcp_harness.spaces.hm.read import read_hm
 
                 result = read_hm(ctx, address.rest, "markdown")
             case _:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from mcp_harness.callables.catalog import promoted_callables
 from mcp_harness.definition import AgentDefinition
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.models.wire import Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolSpec
@@ -30,12 +31,11 @@ from mcp_harness.runs.prompt import (
 from mcp_harness.runs.replay import replay
 from mcp_harness.runs.resolve import deliver, pending_spawns, reconcile_session, settle_plan_step
 from mcp_harness.scope import Scope
-from mcp_harness.tools import delegate as delegate_verb
-from mcp_harness.tools.base import VerbContext, VerbResult
-from mcp_harness.tools.catalog import promoted_callables
-from mcp_harness.tools.contracts import CALLABLES, RETURN_RESULT_DESCRIPTION, VERBS, callable_alias
-from mcp_harness.tools.plan import TERMINAL
-from mcp_harness.tools.schema_subset import value_errors
+from mcp_harness.verbs import delegate as delegate_verb
+from mcp_harness.verbs.base import VerbContext, VerbResult
+from mcp_harness.verbs.contracts import CALLABLES, RETURN_RESULT_DESCRIPTION, VERBS, callable_alias
+from mcp_harness.verbs.plan import TERMINAL
+from mcp_harness.verbs.schema_subset import value_errors
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from mcp_harness.errors import BadRequest, Conflict, HarnessError
 from mcp_harness.runs.outcomes import Failed, Succeeded
 from mcp_harness.store._util import new_id
-from mcp_harness.tools.base import VerbResult
-from mcp_harness.tools.schema_subset import value_errors
+from mcp_harness.verbs.base import VerbResult
+from mcp_harness.verbs.schema_subset import value_errors
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness

@@ -31,7 +31,7 @@ def escape_framing(text: str) -> str:
 
 def space_index(harness: Harness, agent: AgentRecord) -> str:
     """`<space>`: the callable tools with summaries and the memory top level, within 2,048 characters."""
-    from mcp_harness.tools.catalog import visible_documents
+    from mcp_harness.callables.catalog import visible_documents
 
     records = visible_documents(harness, agent)
     tool_lines = [f"- {r.name} — {r.document.summary}{' (authored)' if r.kind == 'lambda' else ''}" for r in records]
@@ -77,7 +77,7 @@ def _with_embeds(harness: Harness, agent: AgentRecord, base_prompt: str) -> str:
     if not any(node.block.type == "Embed" and node.block.link for _, node in walk(tree)):
         return base_prompt
     from mcp_harness.hypermedia.markdown import render_markdown
-    from mcp_harness.tools.hm_read import resolve_embeds
+    from mcp_harness.spaces.hm.read import resolve_embeds
 
     resolved = resolve_embeds(harness.hypermedia, tree, 2)
     return render_markdown(resolved, None, block_ids=False, frontmatter=False).strip() or base_prompt

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from mcp_harness.runs.outcomes import INTERRUPTED
 from mcp_harness.store import instances
-from mcp_harness.tools.delegate import result_of
-from mcp_harness.tools.plan import mark_done_by_runtime, settle
+from mcp_harness.verbs.delegate import result_of
+from mcp_harness.verbs.plan import mark_done_by_runtime, settle
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness

@@ -23,8 +23,8 @@ from mcp_harness.runs.outcomes import INTERRUPTED, Parked
 from mcp_harness.runs.script_journal import TERMINAL, Answer, Execution, Stop, child_result, json_safe, key_json
 from mcp_harness.runs.script_tools import run_tool
 from mcp_harness.store._util import now_ms
-from mcp_harness.tools import delegate as delegate_verb
-from mcp_harness.tools.contracts import callable_alias
+from mcp_harness.verbs import delegate as delegate_verb
+from mcp_harness.verbs.contracts import callable_alias
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness

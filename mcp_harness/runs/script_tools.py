@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from mcp_harness.callables import catalog
 from mcp_harness.errors import HarnessError
 from mcp_harness.scope import Scope
-from mcp_harness.tools import call as call_verb
-from mcp_harness.tools import catalog
-from mcp_harness.tools.base import VerbContext
-from mcp_harness.tools.contracts import CALLABLES, callable_alias, input_errors
-from mcp_harness.tools.schema_subset import value_errors
+from mcp_harness.verbs import call as call_verb
+from mcp_harness.verbs.base import VerbContext
+from mcp_harness.verbs.contracts import CALLABLES, callable_alias, input_errors
+from mcp_harness.verbs.schema_subset import value_errors
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness

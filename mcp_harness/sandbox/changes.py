@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from mcp_harness.space.paths import TMP_PREFIX, display_path
+from mcp_harness.memory.paths import TMP_PREFIX, display_path
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def snapshot(root: Path) -> dict[str, Signature]:
 def diff(before: dict[str, Signature], after: dict[str, Signature]) -> list[FileChange]:
     """The changes from `before` to `after`, sorted by path.
 
-    Paths are shown as memory listings show them (space/paths.py): names the sandbox wrote need not be UTF-8 or
+    Paths are shown as memory listings show them (memory/paths.py): names the sandbox wrote need not be UTF-8 or
     printable, and scandir hands them over surrogate-escaped, which JSON cannot carry. Temp files of memory writes
     (a verb writing while the program ran) are not the program's changes, and listings never show them either.
     """

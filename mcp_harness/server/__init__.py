@@ -29,15 +29,15 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_harness import __version__
+from mcp_harness.callables.catalog import promoted_callables
 from mcp_harness.config import TokenSettings
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.harness import Harness, SessionBinding
 from mcp_harness.resources import RESOURCE_TEMPLATES, list_resources, read_resource
 from mcp_harness.server.sampling import ClientSampler
 from mcp_harness.server.transports import TOKEN_SCOPE_KEY, http_app, serve_http, serve_stdio
-from mcp_harness.tools.base import Progress, VerbResult
-from mcp_harness.tools.catalog import promoted_callables
-from mcp_harness.tools.contracts import RETURN_RESULT_DESCRIPTION, TASKS_EXTENSION, VERBS, VerbSpec
+from mcp_harness.verbs.base import Progress, VerbResult
+from mcp_harness.verbs.contracts import RETURN_RESULT_DESCRIPTION, TASKS_EXTENSION, VERBS, VerbSpec
 
 logger = logging.getLogger(__name__)
 
@@ -338,7 +338,7 @@ def build_server(
         arguments = params.arguments or {}
         if params.name == "delegate" and arguments.get("await") is not False and _declares_tasks(ctx):
             # The client takes a task handle and polls tasks/get; the child is the same durable run.
-            from mcp_harness.tools import delegate_tasks
+            from mcp_harness.verbs import delegate_tasks
 
             binding = await state.bound(ctx)
             with sampler.carrying(ctx, task=True):
@@ -351,7 +351,7 @@ def build_server(
 
     async def on_task(ctx: ServerRequestContext[ServerState], params: TaskParams) -> dict[str, Any]:
         """`tasks/get`, `tasks/update` and `tasks/cancel` (SEP-2663) for this session's delegate tasks."""
-        from mcp_harness.tools import delegate_tasks
+        from mcp_harness.verbs import delegate_tasks
 
         if not _declares_tasks(ctx):
             raise MCPError(

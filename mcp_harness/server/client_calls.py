@@ -22,7 +22,7 @@ from mcp_harness.store._util import new_id
 if TYPE_CHECKING:
     from mcp_harness.errors import HarnessError
     from mcp_harness.harness import Harness
-    from mcp_harness.tools.base import Progress, VerbResult
+    from mcp_harness.verbs.base import Progress, VerbResult
 
 logger = logging.getLogger(__name__)
 

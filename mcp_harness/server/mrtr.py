@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
     from mcp_harness.harness import Harness, SessionBinding
-    from mcp_harness.tools.base import Progress, VerbContext
+    from mcp_harness.verbs.base import Progress, VerbContext
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from mcp.server.request_state import RequestStateBoundary
 
     from mcp_harness.harness import Harness, SessionBinding
-    from mcp_harness.tools.base import Progress
+    from mcp_harness.verbs.base import Progress
 
 INSTEAD = (
     "Give the agent a configured provider (`mcp-harness provider add NAME --type TYPE --model MODEL`, then "

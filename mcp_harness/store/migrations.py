@@ -201,7 +201,6 @@ def m004_providers(conn: sqlite3.Connection) -> None:
     )
 
 
-
 @migration
 def m005_hypermedia(conn: sqlite3.Connection) -> None:
     # The embedded hypermedia node: every verified blob keyed by CID (the bytes are the truth), plus index tables

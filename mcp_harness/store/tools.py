@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import cbor2
 
+from mcp_harness.callables.documents import ToolDocument, cid_of_bytes
 from mcp_harness.store._util import now_ms
 from mcp_harness.store.db import Database
-from mcp_harness.tools.documents import ToolDocument, cid_of_bytes
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

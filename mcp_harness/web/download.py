@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from mcp_harness.errors import BadRequest, Upstream
-from mcp_harness.space.paths import TMP_PREFIX, normalize_memory_path
+from mcp_harness.memory.paths import TMP_PREFIX, normalize_memory_path
 from mcp_harness.web.reader import ContentType
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ _PREFERRED_EXT = {
     "application/xml": ".xml",
 }
 _HAS_EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
-# What a memory path refuses in a name (space/paths.py), replaced here so a URL's odd name cannot fail the download.
+# What a memory path refuses in a name (memory/paths.py), replaced here so a URL's odd name cannot fail the download.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\\\\/]")
 _NAME_BYTES = 128
 

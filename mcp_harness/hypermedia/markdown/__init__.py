@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_harness.hypermedia.blocks import ID_CHARS, BlockNode, new_block_id
 from mcp_harness.hypermedia.markdown.diff import (
     diff_operations,
     document_operations,
@@ -32,7 +33,6 @@ from mcp_harness.hypermedia.markdown.diff import (
     metadata_operations,
     rebind_table_identities,
 )
-from mcp_harness.hypermedia.blocks import ID_CHARS, BlockNode, new_block_id
 from mcp_harness.hypermedia.markdown.frontmatter import emit_frontmatter, parse_frontmatter
 from mcp_harness.hypermedia.markdown.nodes import freeze
 from mcp_harness.hypermedia.markdown.parse import parse_blocks

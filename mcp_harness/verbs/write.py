@@ -6,12 +6,12 @@ import json
 from typing import Any
 
 from mcp_harness.addresses import parse_address
+from mcp_harness.callables.documents import LAMBDA_SHAPE, validate_lambda
 from mcp_harness.errors import BadRequest
-from mcp_harness.space.paths import normalize_memory_path
-from mcp_harness.tools._unsupported import not_in_this_build
-from mcp_harness.tools.base import VerbContext, VerbResult, options_of, refuse_unknown_options
-from mcp_harness.tools.contracts import CALLABLES
-from mcp_harness.tools.documents import LAMBDA_SHAPE, validate_lambda
+from mcp_harness.memory.paths import normalize_memory_path
+from mcp_harness.spaces._unsupported import not_in_this_build
+from mcp_harness.verbs.base import VerbContext, VerbResult, options_of, refuse_unknown_options
+from mcp_harness.verbs.contracts import CALLABLES
 
 SUPPORTED_WRITE_FORMS = (
     "~/memory/<path> (with content, or options {delete: true} / {fromUrl}), ~/tools/<name> (JSON content, or options "
@@ -42,7 +42,7 @@ def write(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     if address.kind == "tools":
         return write_tool(ctx, address.rest, arguments.get("content"), options)
     if address.kind == "hm":
-        from mcp_harness.tools.hm_write import write_hm
+        from mcp_harness.spaces.hm.write import write_hm
 
         return write_hm(ctx, text, arguments.get("content"), options, dry_run is True)
     if address.kind != "memory":

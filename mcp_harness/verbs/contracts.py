@@ -61,9 +61,7 @@ class VerbSpec:
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 """The MCP Tasks extension (SEP-2663): a client declaring it may get `delegate` as a task handle."""
 
-ANY_JSON: dict[str, Any] = {
-    "anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean", "null")]
-}
+ANY_JSON: dict[str, Any] = {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean", "null")]}
 """Any JSON value, with every branch typed: a six-member `type` array is a union that Ajv's strict mode refuses
 (`strictTypes`: only `[T, "null"]` is allowed without `allowUnionTypes`), and an untyped property gives a client's
 form builder nothing to dispatch on."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_harness.addresses import SUPPORTED_READ_FORMS, Address, parse_address
+from mcp_harness.callables import catalog
 from mcp_harness.errors import BadRequest
-from mcp_harness.tools import catalog, threads
-from mcp_harness.tools._unsupported import not_in_this_build
-from mcp_harness.tools.base import VerbContext, VerbResult, options_of, refuse_unknown_options
-from mcp_harness.tools.contracts import CALLABLES
-from mcp_harness.tools.memory_read import read_memory
-from mcp_harness.tools.plan import plan_markdown
+from mcp_harness.spaces import threads
+from mcp_harness.spaces._unsupported import not_in_this_build
+from mcp_harness.spaces.memory import read_memory
+from mcp_harness.verbs.base import VerbContext, VerbResult, options_of, refuse_unknown_options
+from mcp_harness.verbs.contracts import CALLABLES
+from mcp_harness.verbs.plan import plan_markdown
 
 __all__ = ["read", "read_memory", "read_plan", "read_self", "read_tools", "read_web"]
 
@@ -44,7 +45,7 @@ def read(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
         case "run" if address.rest:
             return threads.read_run(ctx, address.rest, fmt)
         case "hm":
-            from mcp_harness.tools.hm_read import read_hm
+            from mcp_harness.spaces.hm.read import read_hm
 
             return read_hm(ctx, address.rest, fmt)
         case "web":
@@ -104,7 +105,7 @@ def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
     data["triggers"] = []
     data["memory"] = {"totalFiles": summary_top.total_files, "topLevel": summary_top.top_level}
     if not summary_top.complete:
-        data["memory"]["totalFilesAtLeast"] = True  # the count stopped at its bound (space/listing.py)
+        data["memory"]["totalFilesAtLeast"] = True  # the count stopped at its bound (memory/listing.py)
     if summary_top.more_top_level:
         data["memory"]["moreTopLevel"] = summary_top.more_top_level
     if summary_top.unaddressable:

@@ -25,10 +25,10 @@ from mcp_harness.hypermedia.markdown import (
 )
 from mcp_harness.hypermedia.node import Node, comment_body, hm_url
 from mcp_harness.identity.keys import KeyPair
-from mcp_harness.tools.base import VerbContext, VerbResult, refuse_unknown_options
-from mcp_harness.tools.hm_common import Target, check_parent, live, path_of, require, require_name, whole_document
-from mcp_harness.tools.hm_profile import profile_update, relabel_identity
-from mcp_harness.tools.hm_structure import delete, move, redirect
+from mcp_harness.spaces.hm.common import Target, check_parent, live, path_of, require, require_name, whole_document
+from mcp_harness.spaces.hm.profile import profile_update, relabel_identity
+from mcp_harness.spaces.hm.structure import delete, move, redirect
+from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_options
 
 MAX_CONTENT_BYTES = 256 * 1024
 MAX_METADATA_BYTES = 16 * 1024
@@ -180,7 +180,7 @@ def _content(content: object) -> str | None:
 
 
 def _memory_markdown(ctx: VerbContext, from_path: object) -> str:
-    from mcp_harness.space.paths import normalize_memory_path
+    from mcp_harness.memory.paths import normalize_memory_path
 
     if not isinstance(from_path, str) or not from_path.strip():
         raise BadRequest("options.fromPath must name a markdown file in ~/memory, e.g. notes/post.md.")
@@ -246,8 +246,13 @@ def _update(node: Node, target: Target, body: str | None, options: dict[str, Any
         raise BadRequest("update needs content (a new body) or options.name / options.metadata (metadata only).")
     ops = _changed_metadata(wanted, document.state.metadata) + ops
     if not ops:
-        data = {"summary": f"{target.url} already says exactly that; nothing to publish.", "action": "update",
-                "id": target.url, "version": document.version, "name": document.name}
+        data = {
+            "summary": f"{target.url} already says exactly that; nothing to publish.",
+            "action": "update",
+            "id": target.url,
+            "version": document.version,
+            "name": document.name,
+        }
         return [], data
     published = node.update(target.signer, document, ops)
     metadata = {**document.state.metadata, "name": wanted.get("name", document.name)}
@@ -324,8 +329,13 @@ def _comment(node: Node, target: Target, body: str | None, options: dict[str, An
     hm_links.check(node, parsed.tree, skip)
     blob = node.comment_blob(target.signer, document, comment_body(parsed.tree), reply)
     comment_id = f"{target.signer.account_id}/{tsid(blob.ts, blob.data)}"
-    data = {"summary": f"Commented on {on.url} as hm://{comment_id}.", "action": "comment",
-            "id": f"hm://{comment_id}", "target": on.url, "version": document.version}
+    data = {
+        "summary": f"Commented on {on.url} as hm://{comment_id}.",
+        "action": "comment",
+        "id": f"hm://{comment_id}",
+        "target": on.url,
+        "version": document.version,
+    }
     if reply is not None:
         data["replyTo"] = reply.id
     return [blob], data
@@ -353,8 +363,13 @@ def _published_data(verb: str, target: Target, published: list[Blob], metadata: 
     change = next(b for b in reversed(published) if b.type == "Change")
     version = version_string([change.cid])
     name = metadata.get("name")
-    return {"summary": f"{verb} {target.url} ({name or 'untitled'}), version {version}.", "action": action,
-            "id": target.url, "version": version, "name": name}
+    return {
+        "summary": f"{verb} {target.url} ({name or 'untitled'}), version {version}.",
+        "action": action,
+        "id": target.url,
+        "version": version,
+        "name": name,
+    }
 
 
 Handler = Callable[[Node, Target, "str | None", dict[str, Any], bool], tuple[list[Blob], dict[str, Any]]]

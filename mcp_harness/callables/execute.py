@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcp_harness.tools.base import VerbContext, VerbResult
+from mcp_harness.verbs.base import VerbContext, VerbResult
 
 if TYPE_CHECKING:
     from mcp_harness.sandbox import ExecOutcome

@@ -1,5 +1,5 @@
 """Bounded views of the memory tree: a page of one directory, and the top-level summary (the tree's files a page
-at a time, for resources/list, are in space/walk.py).
+at a time, for resources/list, are in memory/walk.py).
 
 A tree may hold 100k files, and these views are read often (a listing by the agent, `~/self` by anyone), so neither
 stats more than it returns. Names and types come from the directory entries themselves (`d_type`, via `os.scandir`),
@@ -16,11 +16,11 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mcp_harness.space.entries import DirPage, MemoryEntry, TopLevelSummary, make_entry
-from mcp_harness.space.paths import TMP_PREFIX, child_addressable, display_name, display_names, unaddressable_children
+from mcp_harness.memory.entries import DirPage, MemoryEntry, TopLevelSummary, make_entry
+from mcp_harness.memory.paths import TMP_PREFIX, child_addressable, display_name, display_names, unaddressable_children
 
 if TYPE_CHECKING:
-    from mcp_harness.space.memory import MemoryStore
+    from mcp_harness.memory.store import MemoryStore
 
 ENTRY_COUNT_BOUND = 1000
 """How far a listing counts the names in each directory it lists; beyond, it says "at least"."""

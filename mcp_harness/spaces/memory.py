@@ -19,9 +19,9 @@ from typing import Any
 
 from mcp_harness.addresses import Address
 from mcp_harness.errors import BadRequest, HarnessError, NotFound
-from mcp_harness.space.entries import MemoryEntry
-from mcp_harness.space.paths import normalize_memory_path
-from mcp_harness.tools.base import VerbContext, VerbResult, refuse_unknown_options
+from mcp_harness.memory.entries import MemoryEntry
+from mcp_harness.memory.paths import normalize_memory_path
+from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_options
 
 MAX_PAGE_BYTES = 200 * 1024
 MAX_PAGE_WIRE_BYTES = 2 * MAX_PAGE_BYTES

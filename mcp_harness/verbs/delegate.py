@@ -16,9 +16,9 @@ import anyio.to_thread
 
 from mcp_harness.errors import BadRequest, NotFound
 from mcp_harness.scope import Scope
-from mcp_harness.tools.base import VerbContext, VerbResult
-from mcp_harness.tools.plan import running_step
-from mcp_harness.tools.schema_subset import shape_errors
+from mcp_harness.verbs.base import VerbContext, VerbResult
+from mcp_harness.verbs.plan import running_step
+from mcp_harness.verbs.schema_subset import shape_errors
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness

@@ -17,7 +17,7 @@ from mcp_harness.hypermedia.ids import HmId, parse_hm_id
 from mcp_harness.hypermedia.markdown import bound_rendered, render_markdown
 from mcp_harness.hypermedia.node import Comment, Document, Node, comment_tree, hm_url
 from mcp_harness.store._util import iso_time
-from mcp_harness.tools.base import VerbContext, VerbResult
+from mcp_harness.verbs.base import VerbContext, VerbResult
 
 VIEWS = (":directory", ":attributes", ":profile", ":comments")
 EMBED_DEPTH = 2
@@ -42,13 +42,16 @@ def read_hm(ctx: VerbContext, text: str, fmt: str) -> VerbResult:
         if comment is not None:
             return _comment(node, comment, text, fmt)
     document = node.document(requested.uid, path, requested.version)
-    base: dict[str, Any] = {"requestedId": text, "id": document.id, "version": document.version,
-                            "name": document.name}
+    base: dict[str, Any] = {"requestedId": text, "id": document.id, "version": document.version, "name": document.name}
     if document.id != hm_url(requested.uid, path):
         base["redirectedFrom"] = hm_url(requested.uid, path)
     if view == ":attributes":
-        data = {"summary": f"Metadata of {document.id} ({document.name or 'untitled'}).", **base,
-                "metadata": document.state.metadata, "updateTime": iso_time(document.state.update_time)}
+        data = {
+            "summary": f"Metadata of {document.id} ({document.name or 'untitled'}).",
+            **base,
+            "metadata": document.state.metadata,
+            "updateTime": iso_time(document.state.update_time),
+        }
         return VerbResult.of(data, _metadata_lines(document.state.metadata), fmt=fmt)
     if view == ":directory":
         return _directory(node, document, base, fmt)
@@ -71,13 +74,21 @@ def _document(node: Node, document: Document, requested: HmId, base: dict[str, A
         tree, metadata = (found,), None
         where = f"{document.id}#{requested.block_ref}"
     if fmt == "json":
-        data = {"summary": f"Read {where} ({document.name or 'untitled'}).", **base, **document.to_json(),
-                "requestedId": base["requestedId"], "content": tree_to_json(tree)}
+        data = {
+            "summary": f"Read {where} ({document.name or 'untitled'}).",
+            **base,
+            **document.to_json(),
+            "requestedId": base["requestedId"],
+            "content": tree_to_json(tree),
+        }
         return VerbResult.of(data, fmt=fmt)
     markdown = render_markdown(resolve_embeds(node, tree, EMBED_DEPTH), metadata, frontmatter=metadata is not None)
     markdown, truncated = bound_rendered(markdown)
-    data = {"summary": f"Read {where} ({document.name or 'untitled'}), version {document.version}.", **base,
-            "markdown": markdown}
+    data = {
+        "summary": f"Read {where} ({document.name or 'untitled'}), version {document.version}.",
+        **base,
+        "markdown": markdown,
+    }
     if truncated:
         data["truncated"] = True
     labels = _embed_labels(node, tree)
@@ -130,8 +141,12 @@ def resolve_embeds(node: Node, tree: tuple[BlockNode, ...], depth: int) -> tuple
             embedded = _embedded(node, block.link)
             if embedded is not None:
                 label, content = embedded
-                quote = Block(id=block.id, type="Paragraph", text=f"Embedded: {label} ({block.link})",
-                              attributes={"childrenType": "Blockquote"})
+                quote = Block(
+                    id=block.id,
+                    type="Paragraph",
+                    text=f"Embedded: {label} ({block.link})",
+                    attributes={"childrenType": "Blockquote"},
+                )
                 out.append(BlockNode(quote, resolve_embeds(node, content, depth - 1) + children))
                 continue
         out.append(BlockNode(block, children))
@@ -154,17 +169,22 @@ def _embedded(node: Node, link: str) -> tuple[str, tuple[BlockNode, ...]] | None
 def _directory(node: Node, document: Document, base: dict[str, Any], fmt: str) -> VerbResult:
     entries = []
     for child in node.children(document.space, document.path):
-        entries.append({
-            "id": child.id,
-            "path": child.path,
-            "name": child.name,
-            "summary": _summary(child),
-            "updateTime": iso_time(child.state.update_time),
-            "childrenCount": node.descendant_count(child.space, child.path),
-        })
+        entries.append(
+            {
+                "id": child.id,
+                "path": child.path,
+                "name": child.name,
+                "summary": _summary(child),
+                "updateTime": iso_time(child.state.update_time),
+                "childrenCount": node.descendant_count(child.space, child.path),
+            }
+        )
     count = len(entries)
-    data = {"summary": f"{document.id} has {count} child document{'s' if count != 1 else ''}.", **base,
-            "documents": entries}
+    data = {
+        "summary": f"{document.id} has {count} child document{'s' if count != 1 else ''}.",
+        **base,
+        "documents": entries,
+    }
     lines = [f"- [{e['name'] or e['path']}]({e['id']}) — {e['summary']}".rstrip(" —") for e in entries]
     return VerbResult.of(data, "\n".join(lines) or None, fmt=fmt)
 
@@ -183,8 +203,11 @@ def _summary(document: Document) -> str:
 def _comments(node: Node, document: Document, base: dict[str, Any], fmt: str) -> VerbResult:
     comments = node.comments_on(document.space, document.path)
     entries = [_comment_json(c) for c in comments]
-    data = {"summary": f"{document.id} has {len(entries)} comment{'s' if len(entries) != 1 else ''}.", **base,
-            "comments": entries}
+    data = {
+        "summary": f"{document.id} has {len(entries)} comment{'s' if len(entries) != 1 else ''}.",
+        **base,
+        "comments": entries,
+    }
     body = "\n\n".join(f"**{e['author']}** ({e['id']}):\n\n{e['markdown']}" for e in entries)
     return VerbResult.of(data, body or None, fmt=fmt)
 
@@ -206,8 +229,11 @@ def _comment_json(comment: Comment) -> dict[str, Any]:
 
 def _comment(node: Node, comment: Comment, text: str, fmt: str) -> VerbResult:
     data = _comment_json(comment)
-    data = {"summary": f"Comment {data['id']} by {comment.row.author} on {data['target']}.", "requestedId": text,
-            **data}
+    data = {
+        "summary": f"Comment {data['id']} by {comment.row.author} on {data['target']}.",
+        "requestedId": text,
+        **data,
+    }
     if fmt == "json":
         return VerbResult.of(data, fmt=fmt)
     return VerbResult.of(data, data["markdown"])
@@ -217,8 +243,12 @@ def _profile(node: Node, requested: HmId, text: str, fmt: str) -> VerbResult:
     profile = node.profile(requested.uid)
     if profile is None:
         raise NotFound(f"No profile published for {requested.uid}.")
-    data = {"summary": f"Profile of {requested.uid}: {profile['name']}.", "requestedId": text,
-            "id": f"hm://{requested.uid}", **profile}
+    data = {
+        "summary": f"Profile of {requested.uid}: {profile['name']}.",
+        "requestedId": text,
+        "id": f"hm://{requested.uid}",
+        **profile,
+    }
     return VerbResult.of(data, _metadata_lines(profile), fmt=fmt)
 
 

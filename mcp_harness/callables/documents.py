@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp_harness.errors import BadRequest
-from mcp_harness.tools.contracts import RESERVED_TOOL_NAMES, VerbSpec
-from mcp_harness.tools.schema_subset import shape_errors
+from mcp_harness.verbs.contracts import RESERVED_TOOL_NAMES, VerbSpec
+from mcp_harness.verbs.schema_subset import shape_errors
 
 ToolKind = Literal["builtin", "lambda"]
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from mcp_harness.errors import HarnessError, NotFound
 from mcp_harness.runs.records import TERMINAL, RunRecord
 from mcp_harness.store._util import iso_time
-from mcp_harness.tools.base import VerbContext
-from mcp_harness.tools.contracts import TASKS_EXTENSION
-from mcp_harness.tools.delegate import Spawned, render_result, result_of, spawn_for_client
+from mcp_harness.verbs.base import VerbContext
+from mcp_harness.verbs.contracts import TASKS_EXTENSION
+from mcp_harness.verbs.delegate import Spawned, render_result, result_of, spawn_for_client
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness

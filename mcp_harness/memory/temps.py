@@ -18,7 +18,7 @@ import stat
 import time
 from pathlib import Path
 
-from mcp_harness.space.paths import TMP_PREFIX
+from mcp_harness.memory.paths import TMP_PREFIX
 
 logger = logging.getLogger(__name__)
 

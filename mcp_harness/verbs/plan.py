@@ -6,7 +6,7 @@ from typing import Any
 
 from mcp_harness.errors import BadRequest
 from mcp_harness.store._util import now_ms
-from mcp_harness.tools.base import VerbContext, VerbResult
+from mcp_harness.verbs.base import VerbContext, VerbResult
 
 MAX_PLAN_STEPS = 100
 MAX_LABEL_CHARS = 200

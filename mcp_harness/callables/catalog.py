@@ -9,13 +9,12 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from mcp_harness.callables.documents import ToolDocument, builtin_document, contract_markdown
 from mcp_harness.grants import callable_set
-from mcp_harness.tools.base import VerbContext, VerbResult
-from mcp_harness.tools.contracts import CALLABLES, VERBS, VerbSpec, callable_alias, narrowed
-from mcp_harness.tools.documents import ToolDocument, builtin_document, contract_markdown
+from mcp_harness.verbs.base import VerbContext, VerbResult
+from mcp_harness.verbs.contracts import CALLABLES, VERBS, VerbSpec, callable_alias, narrowed
 
 if TYPE_CHECKING:
-
     from mcp_harness.harness import Harness
     from mcp_harness.store.agents import AgentRecord
     from mcp_harness.store.tools import ToolRecord

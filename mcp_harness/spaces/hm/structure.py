@@ -7,7 +7,7 @@ from typing import Any
 from mcp_harness.errors import BadRequest
 from mcp_harness.hypermedia.ids import parse_hm_id
 from mcp_harness.hypermedia.node import MAX_REDIRECTS, Node, hm_url
-from mcp_harness.tools.hm_common import Target, check_parent, path_of, require, whole_document
+from mcp_harness.spaces.hm.common import Target, check_parent, path_of, require, whole_document
 
 
 def move(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):
@@ -28,8 +28,13 @@ def move(node: Node, target: Target, body: str | None, options: dict[str, Any], 
         raise BadRequest(f"Cannot move {target.url} inside itself ({hm_url(target.space, to_path)}).")
     check_parent(node, target.space, to_path)
     published = node.move(target.signer, document, to_path)
-    data = {"summary": f"Moved {target.url} to {hm_url(target.space, to_path)}; the old address redirects there.",
-            "action": "move", "id": hm_url(target.space, to_path), "from": target.url, "version": document.version}
+    data = {
+        "summary": f"Moved {target.url} to {hm_url(target.space, to_path)}; the old address redirects there.",
+        "action": "move",
+        "id": hm_url(target.space, to_path),
+        "from": target.url,
+        "version": document.version,
+    }
     return published, data
 
 
@@ -48,8 +53,12 @@ def redirect(node: Node, target: Target, body: str | None, options: dict[str, An
         raise BadRequest("A document cannot redirect to itself.")
     check_redirect_target(node, target, to.uid, to_path, skip)
     blob = node.redirect(target.signer, document, to.uid, to_path)
-    data = {"summary": f"{target.url} now redirects to {hm_url(to.uid, to_path)}.", "action": "redirect",
-            "id": target.url, "to": hm_url(to.uid, to_path)}
+    data = {
+        "summary": f"{target.url} now redirects to {hm_url(to.uid, to_path)}.",
+        "action": "redirect",
+        "id": target.url,
+        "to": hm_url(to.uid, to_path),
+    }
     return [blob], data
 
 
@@ -72,11 +81,11 @@ def check_redirect_target(node: Node, source: Target, space: str, path: str, ski
     if skip:
         return
     if ref is None:
-        raise BadRequest(f"Redirect target {chain[-1]} does not exist; pass skipLinkCheck: true to redirect there "
-                         "anyway.")
+        raise BadRequest(
+            f"Redirect target {chain[-1]} does not exist; pass skipLinkCheck: true to redirect there anyway."
+        )
     if ref.is_tombstone:
-        raise BadRequest(f"Redirect target {chain[-1]} was deleted; pass skipLinkCheck: true to redirect there "
-                         "anyway.")
+        raise BadRequest(f"Redirect target {chain[-1]} was deleted; pass skipLinkCheck: true to redirect there anyway.")
 
 
 def delete(node: Node, target: Target, body: str | None, options: dict[str, Any], skip: bool):

@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 
 from mcp_harness.errors import BadRequest, NotFound
-from mcp_harness.space import listing, temps, walk
-from mcp_harness.space.entries import (
+from mcp_harness.memory import listing, temps, walk
+from mcp_harness.memory.entries import (
     DirPage,
     MemoryEntry,
     MemoryFile,
@@ -25,7 +25,7 @@ from mcp_harness.space.entries import (
     make_entry,
     mime_for,
 )
-from mcp_harness.space.paths import TMP_PREFIX, display_name, is_addressable
+from mcp_harness.memory.paths import TMP_PREFIX, display_name, is_addressable
 
 __all__ = ["DirPage", "MemoryEntry", "MemoryFile", "MemoryListing", "MemoryStore", "TopLevelSummary", "mime_for"]
 
@@ -50,7 +50,7 @@ class MemoryStore:
     # -- path walking -------------------------------------------------------------------------------------
 
     def _ready(self) -> None:
-        """Create the root, and on this store's first use remove temp files killed writers left (space/temps.py)."""
+        """Create the root, and on this store's first use remove temp files killed writers left (memory/temps.py)."""
         self.root.mkdir(parents=True, exist_ok=True)
         if self._swept:
             return
@@ -154,7 +154,7 @@ class MemoryStore:
         """List one whole directory level, statting every entry, skipping symlinks, special files and temp files.
         Verbs page with `page_dir` instead, which stats only the page.
 
-        A name no address can carry is still listed, escaped and flagged (space/paths.py), so it never costs the
+        A name no address can carry is still listed, escaped and flagged (memory/paths.py), so it never costs the
         rest of the listing.
 
         Raises:
@@ -198,7 +198,7 @@ class MemoryStore:
             raise NotFound(f"Memory directory not found: {path}") from None
 
     def page_dir(self, path: str, after: str | None, limit: int) -> DirPage:
-        """Up to `limit` entries of one level after the entry path `after`, statting only those (space/listing.py).
+        """Up to `limit` entries of one level after the entry path `after`, statting only those (memory/listing.py).
 
         Raises:
             NotFound: the directory is missing.
@@ -256,7 +256,7 @@ class MemoryStore:
                     os.fsync(fh.fileno())
                     # rename() replaces whatever name is there (even a symlink planted since the check) and never
                     # follows it, so the write cannot land outside the tree. It happens while the temp file is
-                    # still open and locked, so another process's sweep never takes it (space/temps.py).
+                    # still open and locked, so another process's sweep never takes it (memory/temps.py).
                     os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except BaseException:
                 with contextlib.suppress(OSError):

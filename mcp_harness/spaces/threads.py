@@ -8,7 +8,7 @@ from typing import Any
 from mcp_harness.errors import BadRequest
 from mcp_harness.scope import Owner
 from mcp_harness.store.sessions import EventRecord, SessionRecord
-from mcp_harness.tools.base import VerbContext, VerbResult
+from mcp_harness.verbs.base import VerbContext, VerbResult
 
 THREAD_EVENT_WINDOW = 200
 MAX_TRANSCRIPT_CHARS = 262_144

@@ -1,7 +1,7 @@
 """The agent's memory tree on disk: path rules, atomic writes, bounded listings."""
 
-from mcp_harness.space.memory import DirPage, MemoryEntry, MemoryFile, MemoryListing, MemoryStore, TopLevelSummary
-from mcp_harness.space.paths import normalize_memory_path
+from mcp_harness.memory.paths import normalize_memory_path
+from mcp_harness.memory.store import DirPage, MemoryEntry, MemoryFile, MemoryListing, MemoryStore, TopLevelSummary
 
 __all__ = [
     "DirPage",

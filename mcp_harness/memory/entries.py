@@ -9,7 +9,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from mcp_harness.space.paths import TMP_PREFIX
+from mcp_harness.memory.paths import TMP_PREFIX
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -46,7 +46,7 @@ class MemoryEntry:
     """One file or directory in a listing."""
 
     path: str
-    """Relative to the memory root, `/`-joined; escaped when not addressable (space/paths.py)."""
+    """Relative to the memory root, `/`-joined; escaped when not addressable (memory/paths.py)."""
     type: str
     """`file` or `dir`."""
     size: int
@@ -127,7 +127,7 @@ class DirPage:
 class TopLevelSummary:
     """Root files and directories with recursive counts, for `~/self`.
 
-    The recursive count is bounded (space/listing.py): past the bound, `complete` is False and the counts are lower
+    The recursive count is bounded (memory/listing.py): past the bound, `complete` is False and the counts are lower
     bounds, shown with "≥".
     """
 

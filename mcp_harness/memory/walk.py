@@ -18,12 +18,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mcp_harness.space.entries import MemoryEntry, make_entry
-from mcp_harness.space.listing import scan
-from mcp_harness.space.paths import unaddressable_children
+from mcp_harness.memory.entries import MemoryEntry, make_entry
+from mcp_harness.memory.listing import scan
+from mcp_harness.memory.paths import unaddressable_children
 
 if TYPE_CHECKING:
-    from mcp_harness.space.memory import MemoryStore
+    from mcp_harness.memory.store import MemoryStore
 
 KEPT_WALKS = 8
 WALK_TTL_SECONDS = 120.0

@@ -8,8 +8,8 @@ from mcp_harness.errors import BadRequest
 from mcp_harness.hypermedia.cid import CID
 from mcp_harness.hypermedia.node import Node
 from mcp_harness.identity.identities import MAX_LABEL_BYTES
-from mcp_harness.tools.base import VerbContext
-from mcp_harness.tools.hm_common import Target
+from mcp_harness.spaces.hm.common import Target
+from mcp_harness.verbs.base import VerbContext
 
 PROFILE_FIELDS = ("name", "avatar", "description")
 MAX_PROFILE_DESCRIPTION_BYTES = 512
@@ -74,8 +74,12 @@ def profile_update(node: Node, target: Target, body: str | None, options: dict[s
             f"{MAX_PROFILE_DESCRIPTION_BYTES} bytes of UTF-8."
         )
     blob = node.profile_blob(target.signer, name, avatar, description)
-    data: dict[str, Any] = {"summary": f"Published the profile of hm://{target.space}: {name}.",
-                            "action": "profile.update", "id": f"hm://{target.space}", **profile}
+    data: dict[str, Any] = {
+        "summary": f"Published the profile of hm://{target.space}: {name}.",
+        "action": "profile.update",
+        "id": f"hm://{target.space}",
+        **profile,
+    }
     return [blob], data
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import anyio.to_thread
 
+from mcp_harness.callables import catalog
+from mcp_harness.callables.documents import ToolDocument, contract_markdown
 from mcp_harness.errors import BadRequest, Forbidden
-from mcp_harness.tools import catalog
-from mcp_harness.tools.base import VerbContext, VerbResult
-from mcp_harness.tools.contracts import CALLABLES, callable_alias
-from mcp_harness.tools.documents import ToolDocument, contract_markdown
-from mcp_harness.tools.schema_subset import value_errors
+from mcp_harness.verbs.base import VerbContext, VerbResult
+from mcp_harness.verbs.contracts import CALLABLES, callable_alias
+from mcp_harness.verbs.schema_subset import value_errors
 
 
 def touch_expand(name: str, contract: str, errors: list[str]) -> VerbResult:
@@ -56,7 +56,7 @@ async def call(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
 
 async def dispatch(ctx: VerbContext, name: str, tool_input: dict[str, Any]) -> VerbResult:
     if name == "execute":
-        from mcp_harness.tools.execute import execute
+        from mcp_harness.callables.execute import execute
 
         return await execute(ctx, tool_input)
     base = ctx.harness.settings.web.searxng_url
@@ -90,6 +90,6 @@ async def run_lambda(
             f"Tool {doc.name} runs code in the sandbox, which is not enabled for this agent: its owner has not "
             "granted execute."
         )
-    from mcp_harness.tools.lambdas import run
+    from mcp_harness.callables.lambdas import run
 
     return await run(ctx, doc, runtime, tool_input)

@@ -10,11 +10,11 @@ import base64
 import json
 from typing import Any
 
+from mcp_harness.callables.documents import ToolDocument
+from mcp_harness.callables.execute import changed_json, changed_note
 from mcp_harness.errors import HarnessError
-from mcp_harness.tools.base import VerbContext, VerbResult
-from mcp_harness.tools.documents import ToolDocument
-from mcp_harness.tools.execute import changed_json, changed_note
-from mcp_harness.tools.schema_subset import value_errors
+from mcp_harness.verbs.base import VerbContext, VerbResult
+from mcp_harness.verbs.schema_subset import value_errors
 
 
 class ToolFailed(HarnessError):

@@ -1,0 +1,1 @@
+"""Address spaces: what `read` and `write` can reach, one module per space."""

@@ -1,0 +1,1 @@
+"""The `hm://` space: signed documents on the embedded hypermedia node."""
