@@ -494,7 +494,7 @@ class SessionBinding:
             self.ensure_sync()
         agent = self.harness.agents.get(self.agent_id)
         return VerbContext(
-            harness=self.harness, agent=agent, session_id=self.session_id, actor=actor, scope=self.scope()
+            services=self.harness, agent=agent, session_id=self.session_id, actor=actor, scope=self.scope()
         )
 
     def _invoke_sync(

@@ -57,7 +57,7 @@ def visible_documents(harness: Harness, agent: AgentRecord) -> list[ToolRecord]:
 
 def tools_listing(ctx: VerbContext) -> dict[str, Any]:
     """`{summary, markdown, tools, verbs}`: the verbs' summary lines, then callable documents, then how to author."""
-    records = visible_documents(ctx.harness, ctx.agent)
+    records = visible_documents(ctx.services, ctx.agent)
     lines = [f"- {spec.summary_line()}" for spec in VERBS.values()]
     if records:
         lines += ["", "Callable tools:"]
@@ -91,7 +91,7 @@ def read_tool(ctx: VerbContext, name: str, fmt: str) -> VerbResult:
         if spec.output_schema is not None:
             data["output"] = spec.output_schema
         return VerbResult.of(data, fmt=fmt) if fmt == "json" else VerbResult(data, data["contract"])
-    for record in visible_documents(ctx.harness, ctx.agent):
+    for record in visible_documents(ctx.services, ctx.agent):
         if record.name == name:
             doc = record.document
             contract = contract_markdown(doc, record.cid)

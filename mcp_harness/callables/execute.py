@@ -21,7 +21,7 @@ def changed_note(outcome: ExecOutcome) -> str:
 
 async def execute(ctx: VerbContext, tool_input: dict[str, Any]) -> VerbResult:
     runtime: str = tool_input["runtime"]
-    outcome = await ctx.harness.sandbox.run(
+    outcome = await ctx.services.sandbox.run(
         runtime,
         tool_input["code"],
         workspace=ctx.agent.memory_dir,

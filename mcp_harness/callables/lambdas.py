@@ -81,7 +81,7 @@ def _tail(text: str, lines: int = 8) -> str:
 
 
 async def run(ctx: VerbContext, doc: ToolDocument, runtime: str, tool_input: dict[str, Any]) -> VerbResult:
-    outcome = await ctx.harness.sandbox.run(
+    outcome = await ctx.services.sandbox.run(
         runtime, program(doc, runtime, tool_input), workspace=ctx.agent.memory_dir, on_output=ctx.progress
     )
     found, value, logs = parse_result(outcome.stdout)

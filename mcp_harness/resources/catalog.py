@@ -144,7 +144,7 @@ def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.Li
     after = decode_cursor(cursor)
     ctx = binding.context_sync(create=False)
     items = _static(binding) if after is None else []
-    files, last = ctx.harness.memory(ctx.agent).files_page(after, max(1, PAGE_SIZE - len(items)))
+    files, last = ctx.services.memory(ctx.agent).files_page(after, max(1, PAGE_SIZE - len(items)))
     items += [
         types.Resource(name=e.path, uri=memory_resource_uri(e.path), mime_type=e.mime_type, size=e.size) for e in files
     ]
@@ -167,7 +167,7 @@ def read_resource_sync(
         ctx = binding.context_sync(create=False)
         if address.kind == "memory" and not address.listing:
             path = normalize_memory_path(address.rest)
-            file = ctx.harness.memory(ctx.agent).read_file(path)
+            file = ctx.services.memory(ctx.agent).read_file(path)
             if file.text is None:
                 blob = base64.b64encode(file.data).decode("ascii")
                 return types.ReadResourceResult(

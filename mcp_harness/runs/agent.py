@@ -305,7 +305,7 @@ class AgentExecutor:
         run = turn.run
         assert run.session_id is not None
         ctx = VerbContext(
-            harness=h,
+            services=h,
             agent=turn.agent,
             session_id=run.session_id,
             actor="agent",

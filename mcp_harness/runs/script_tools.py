@@ -26,7 +26,7 @@ def _failed(code: str, message: str) -> dict[str, Any]:
 async def run_tool(h: Harness, ex: Execution, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
     """Run one tool for the script: `{status: ok, output}` or `{status: error, error: {code, message}}`."""
     scope = Scope.of_run(ex.run)
-    ctx = VerbContext(harness=h, agent=ex.agent, session_id=None, actor="agent", scope=scope, run_id=ex.run.id)
+    ctx = VerbContext(services=h, agent=ex.agent, session_id=None, actor="agent", scope=scope, run_id=ex.run.id)
     try:
         if name in ("read", "write"):
             problems = input_errors(name, tool_input)

@@ -44,7 +44,7 @@ _UNADDRESSABLE_NOTE = "not addressable: rename it with call execute"
 
 def read_memory(ctx: VerbContext, address: Address, fmt: str, options: dict[str, Any] | None = None) -> VerbResult:
     options = options or {}
-    memory = ctx.harness.memory(ctx.agent)
+    memory = ctx.services.memory(ctx.agent)
     path = normalize_memory_path(address.rest, allow_root=True)
     if address.listing or path == "":
         refuse_unknown_options("read ~/memory/<directory>/", options, LISTING_OPTIONS, _LISTING_HINT)
@@ -160,7 +160,7 @@ def _listing(ctx: VerbContext, path: str, options: dict[str, Any], fmt: str) -> 
     limit = _int_option(options, "limit", 1, MAX_LISTING_LIMIT) or DEFAULT_LISTING_LIMIT
     given = options.get("cursor")
     after = _cursor(path, given) if given is not None else None
-    page = ctx.harness.memory(ctx.agent).page_dir(path, after, limit)
+    page = ctx.services.memory(ctx.agent).page_dir(path, after, limit)
     files, dirs, shown = page.file_count, page.dir_count, len(page.entries)
     where = f"{path}/" if path else "Memory root"
     if page.complete and not page.entries:

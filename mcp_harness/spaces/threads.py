@@ -38,7 +38,7 @@ def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbRes
     query = options.get("query")
     if query is not None and not isinstance(query, str):
         raise BadRequest("thread: option query must be a string.")
-    sessions = ctx.harness.sessions
+    sessions = ctx.services.sessions
     scope = ctx.scope
     account = scope.account_id
     wanted = scope.agent_filter(agent_id or None)
@@ -48,7 +48,7 @@ def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbRes
         found = sessions.search(account, query, agent_id=wanted, limit=limit)
     else:
         found = [(s, None) for s in sessions.list(account, agent_id=wanted, limit=limit)]
-    names = {a.id: a.definition.name for a in ctx.harness.agents.list(account)}
+    names = {a.id: a.definition.name for a in ctx.services.agents.list(account)}
     entries = [_entry(s, snippet, names) for s, snippet in found if scope.sees(s)]
     summary = f"Found {len(entries)} thread{'s' if len(entries) != 1 else ''}"
     summary += f' matching "{query.strip()}".' if query and query.strip() else ", newest first."
@@ -148,7 +148,7 @@ def journal_line(entry: dict[str, Any]) -> str:
 
 def child_threads(ctx: VerbContext, session_id: str) -> list[dict[str, Any]]:
     """Sessions started from this one that the caller may see, with the run that owns each and its status."""
-    harness = ctx.harness
+    harness = ctx.services
     with harness.db.reading() as conn:
         rows = conn.execute(
             "SELECT s.id, s.title, s.run_id, s.account_id, s.agent_id, r.status FROM sessions s "
@@ -169,9 +169,9 @@ def child_threads(ctx: VerbContext, session_id: str) -> list[dict[str, Any]]:
 def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
     """`run:<id>`: the run's public record — status, wait, usage, plan, children (with a failed one's error), error,
     output, and for a script the tail of its `ctx.log` lines."""
-    run = ctx.scope.run(ctx.harness.runs.find(run_id), run_id)
+    run = ctx.scope.run(ctx.services.runs.find(run_id), run_id)
     info = run.to_info()
-    children = [c for c in ctx.harness.runs.children(run.id) if ctx.scope.sees(c)]
+    children = [c for c in ctx.services.runs.children(run.id) if ctx.scope.sees(c)]
     info["children"] = [
         {"id": c.id, "status": c.status, "title": c.title, "sessionId": c.session_id}
         | ({"error": {"code": c.error.get("code"), "message": c.error.get("message")}} if c.error else {})
@@ -181,7 +181,7 @@ def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
     data = {"summary": f"Run {run.id} ({run.kind}) {phrase}.", **info}
     if run.source_text is not None:
         data["sourceText"] = run.source_text
-    journal = ctx.harness.runs.journal(run.id) if run.kind == "workflow" else []
+    journal = ctx.services.runs.journal(run.id) if run.kind == "workflow" else []
     logs = [e for e in journal if e.get("kind") == "log"]
     if logs:
         data["log"] = [
@@ -209,8 +209,8 @@ def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
 
 
 def read_thread(ctx: VerbContext, session_id: str, fmt: str) -> VerbResult:
-    session = ctx.scope.session(ctx.harness.sessions.find(session_id), session_id)
-    events = ctx.harness.sessions.events(session_id, last=THREAD_EVENT_WINDOW)
+    session = ctx.scope.session(ctx.services.sessions.find(session_id), session_id)
+    events = ctx.services.sessions.events(session_id, last=THREAD_EVENT_WINDOW)
     markdown = "\n\n".join(f"[{e.seq}] {e.actor}: {render_event(e)}" for e in events)
     if len(markdown) > MAX_TRANSCRIPT_CHARS:
         markdown = "[earlier events truncated]\n\n" + markdown[-MAX_TRANSCRIPT_CHARS:]

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from mcp_harness.errors import BadRequest
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
     from mcp_harness.scope import Scope
+    from mcp_harness.services import Services
     from mcp_harness.store.agents import AgentRecord
     from mcp_harness.store.sessions import Actor
 
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 class VerbContext:
     """Who is calling: the agent whose world the verb acts on, the session it is logged in, and the actor."""
 
-    harness: Harness
+    services: Services
+    """The stores and services a verb may reach (`services.py`), supplied by the composition root."""
     agent: AgentRecord
     session_id: str | None
     """None only where no session exists yet (a resource read before any verb call)."""

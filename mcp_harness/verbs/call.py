@@ -34,7 +34,7 @@ async def call(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     name = callable_alias(raw.strip()) if isinstance(raw, str) else ""
     given = arguments.get("input")
     tool_input: dict[str, Any] = given if isinstance(given, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-    harness = ctx.harness
+    harness = ctx.services
     callables = await anyio.to_thread.run_sync(catalog.callable_set, harness, ctx.agent.definition)
     if name in CALLABLES and name in callables:
         spec = catalog.callable_spec(harness, name)
@@ -59,11 +59,11 @@ async def dispatch(ctx: VerbContext, name: str, tool_input: dict[str, Any]) -> V
         from mcp_harness.callables.execute import execute
 
         return await execute(ctx, tool_input)
-    base = ctx.harness.settings.web.searxng_url
+    base = ctx.services.settings.web.searxng_url
     if name == "web_search" and base:
         from mcp_harness.web.search import web_search
 
-        data = await anyio.to_thread.run_sync(web_search, ctx.harness.web, base, tool_input)
+        data = await anyio.to_thread.run_sync(web_search, ctx.services.web, base, tool_input)
         return VerbResult.of(data, data["markdown"] or None)
     raise BadRequest(f"Tool {name} has no executor in this runtime.")
 
@@ -78,7 +78,7 @@ async def run_lambda(
     if not (doc.source or "").strip():
         raise BadRequest(f"Tool {doc.name} has no source to run; rewrite it with write ~/tools/{doc.name}.")
     runtime = "python" if doc.runtime == "python" else "ts"
-    offered = ctx.harness.sandbox_runtimes()
+    offered = ctx.services.sandbox_runtimes()
     if runtime not in offered:
         have = ", ".join(offered) or "none (no sandbox on this host; see `mcp-harness doctor`)"
         raise BadRequest(

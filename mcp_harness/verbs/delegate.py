@@ -338,7 +338,7 @@ def render_result(data: dict[str, Any]) -> VerbResult:
 
 async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawned | VerbResult:
     """Spawn what an MCP client's `delegate` asks for: the child to await, or (detached) the finished answer."""
-    harness = ctx.harness
+    harness = ctx.services
     if ctx.session_id is None:
         raise BadRequest("delegate needs a session.")
     session_id = ctx.session_id
@@ -384,7 +384,7 @@ async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawn
 async def _refuse_unreachable_model(ctx: VerbContext, arguments: dict[str, Any]) -> None:
     """A child on the `sampling` provider (the client's own model) is refused now, not failed later in its run, when
     the request spawning it cannot carry its model requests: the sampler says why (the 2026-07-28 era's limits)."""
-    harness = ctx.harness
+    harness = ctx.services
     detached = arguments.get("await") is False
     reason = harness.sampler.unavailable(detached=detached) if harness.sampler is not None else None
     if reason is None or script_source(arguments) is not None:
@@ -420,7 +420,7 @@ async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
 
 async def _await_spawned(ctx: VerbContext, spawned: Spawned) -> VerbResult:
     """Hold the client's call open until the child resolves; cancelling the call cancels the child's tree."""
-    harness = ctx.harness
+    harness = ctx.services
     engine = harness.engine
     harness.awaited_children.add(spawned.run_id)
     engine.wake()

@@ -30,7 +30,7 @@ POLL_INTERVAL_MS = 500
 
 async def start(ctx: VerbContext, arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, HarnessError | None]:
     """Log the delegate call and spawn its child; the task handle, or the refusal (logged as the call's result)."""
-    harness = ctx.harness
+    harness = ctx.services
 
     async def spawn(call_ctx: VerbContext) -> Spawned:
         spawned = await spawn_for_client(call_ctx, arguments)

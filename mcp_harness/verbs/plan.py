@@ -95,7 +95,7 @@ def plan(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
         raise BadRequest(f"plan step ids must be unique; repeated: {', '.join(repeated)}.")
-    sessions = ctx.harness.sessions
+    sessions = ctx.services.sessions
     new = settle(sessions.get_plan(ctx.session_id), normalize_plan(arguments), owner_run_id=ctx.run_id)
     sessions.set_plan(ctx.session_id, new)
     count = len(new["steps"])

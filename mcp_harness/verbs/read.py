@@ -62,10 +62,10 @@ def read_web(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: s
     if address.rest.lower().startswith("https://") and not options.get("raw"):
         from mcp_harness.web.seed_sites import read_seed_url
 
-        document = read_seed_url(ctx.harness.web, address.rest)
+        document = read_seed_url(ctx.services.web, address.rest)
         if document is not None:
             return VerbResult.of(document, fmt=fmt) if fmt == "json" else VerbResult.of(document, document["markdown"])
-    data = read_url(ctx.harness.web, address.rest, options, ctx.harness.settings.web.max_page_bytes)
+    data = read_url(ctx.services.web, address.rest, options, ctx.services.settings.web.max_page_bytes)
     if fmt == "json":
         return VerbResult.of(data, fmt=fmt)
     return VerbResult.of(data, data["markdown"] or None)
@@ -74,9 +74,9 @@ def read_web(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: s
 def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
     agent = ctx.agent
     definition = agent.definition
-    summary_top = ctx.harness.memory(agent).summarize_top_level()
-    count = ctx.harness.agents.count_sessions(agent.id)
-    grants = ctx.harness.grants(definition)
+    summary_top = ctx.services.memory(agent).summarize_top_level()
+    count = ctx.services.agents.count_sessions(agent.id)
+    grants = ctx.services.grants(definition)
     data: dict[str, Any] = {
         "summary": f'You are "{definition.name}" ({definition.model}) with 0 triggers and {count} '
         f"conversation{'s' if count != 1 else ''}.",
@@ -97,7 +97,7 @@ def read_self(ctx: VerbContext, fmt: str) -> VerbResult:
         # Imported here: only agents granted signing identities pay for loading the identity module (and PyNaCl).
         from mcp_harness.identity.identities import identities_of
 
-        identities = identities_of(ctx.harness, definition)
+        identities = identities_of(ctx.services, definition)
     if identities:
         data["signingKeys"] = [{"name": i.name, "label": i.label, "accountId": i.account_id} for i in identities]
     if definition.metadata:
@@ -147,7 +147,7 @@ def unavailable_grants(ctx: VerbContext, usable: list[str]) -> list[dict[str, st
 
 def _why_not_here(ctx: VerbContext, name: str) -> str:
     if name == "execute":
-        reason = ctx.harness.sandbox.unavailable_reason() or "the sandbox offers no runtime"
+        reason = ctx.services.sandbox.unavailable_reason() or "the sandbox offers no runtime"
         return f"granted, but this host cannot run the sandbox: {reason} — run `mcp-harness doctor`."
     if name == "web_search":
         return "granted, but this host has no search engine: set [web] searxng_url (a SearXNG instance) in the config."
@@ -164,7 +164,7 @@ def read_tools(ctx: VerbContext, address: Address, fmt: str) -> VerbResult:
 
 
 def read_plan(ctx: VerbContext, fmt: str) -> VerbResult:
-    plan = ctx.harness.sessions.get_plan(ctx.session_id) if ctx.session_id else None
+    plan = ctx.services.sessions.get_plan(ctx.session_id) if ctx.session_id else None
     steps: list[dict[str, Any]] = list(plan.get("steps", [])) if plan else []
     if not steps:
         data: dict[str, Any] = {"summary": "This conversation has no plan.", "steps": []}

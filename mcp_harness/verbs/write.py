@@ -53,7 +53,7 @@ def write(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
 def write_tool(ctx: VerbContext, name: str, content: object, options: dict[str, Any]) -> VerbResult:
     """Author, replace or delete a lambda (HARNESS §4, §12)."""
     refuse_unknown_options(f"write ~/tools/{name}", options, TOOL_OPTIONS)
-    tools = ctx.harness.tools
+    tools = ctx.services.tools
     if options.get("delete") is True:
         existing = tools.get(ctx.agent.id, name)
         if name in CALLABLES or (existing is not None and existing.kind == "builtin"):
@@ -74,7 +74,7 @@ def write_tool(ctx: VerbContext, name: str, content: object, options: dict[str, 
             ) from None
     else:
         raise BadRequest(f"write ~/tools/{name} expects JSON content (or options.tool): {LAMBDA_SHAPE}.")
-    doc = validate_lambda(name, body, ctx.harness.sandbox_runtimes())
+    doc = validate_lambda(name, body, ctx.services.sandbox_runtimes())
     cid = tools.save_lambda(ctx.agent.id, doc)
     summary = f"Saved tool {name} ({cid}). Call it by name with the call verb; its contract is live in ~/tools now."
     return VerbResult.of({"summary": summary, "name": name, "cid": cid, "kind": doc.kind})
@@ -87,9 +87,9 @@ def write_memory(ctx: VerbContext, rest: str, content: object, options: dict[str
             raise BadRequest("write ~/memory with fromUrl takes no content and no other option.")
         from mcp_harness.web.download import download_to_memory
 
-        return VerbResult.of(download_to_memory(ctx.harness, ctx.agent, rest, options["fromUrl"]))
+        return VerbResult.of(download_to_memory(ctx.services, ctx.agent, rest, options["fromUrl"]))
     path = normalize_memory_path(rest)
-    memory = ctx.harness.memory(ctx.agent)
+    memory = ctx.services.memory(ctx.agent)
     if "delete" in options:
         if not isinstance(options["delete"], bool):
             raise BadRequest("write ~/memory option delete must be true (or left out).")

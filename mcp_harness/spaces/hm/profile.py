@@ -87,8 +87,8 @@ def relabel_identity(ctx: VerbContext, account: str, name: str) -> None:
     """Keep the identity's label (its profile name, HARNESS §14) in step with the profile just published."""
     from mcp_harness.identity.identities import IDENTITY_KIND, secret_name_for
 
-    secrets = ctx.harness.secrets
-    record = secrets.find(ctx.harness.account_id, secret_name_for(account))
+    secrets = ctx.services.secrets
+    record = secrets.find(ctx.services.account_id, secret_name_for(account))
     if record is None or record.kind != IDENTITY_KIND or record.metadata.get("label") == name:
         return
-    secrets.update_metadata(ctx.harness.account_id, record.name, {**record.metadata, "label": name})
+    secrets.update_metadata(ctx.services.account_id, record.name, {**record.metadata, "label": name})

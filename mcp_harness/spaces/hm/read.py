@@ -25,7 +25,7 @@ EMBED_DEPTH = 2
 
 def read_hm(ctx: VerbContext, text: str, fmt: str) -> VerbResult:
     requested = parse_hm_id(text)
-    node: Node = ctx.harness.hypermedia
+    node: Node = ctx.services.hypermedia
     segments = list(requested.path)
     view = None
     if segments and segments[-1].startswith(":"):

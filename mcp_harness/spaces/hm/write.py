@@ -60,7 +60,7 @@ def write_hm(ctx: VerbContext, text: str, content: object, options: dict[str, An
     blobs it signs and their storing — runs in one transaction, whoever calls it: two writes to one document can
     never both build on the same heads, nor two creates both find a path free.
     """
-    with ctx.harness.db.transaction():
+    with ctx.services.db.transaction():
         return _write_hm(ctx, text, content, options, dry_run)
 
 
@@ -93,11 +93,11 @@ def _write_hm(ctx: VerbContext, text: str, content: object, options: dict[str, A
     skip = options.get("skipLinkCheck", False)
     if not isinstance(skip, bool):
         raise BadRequest("options.skipLinkCheck must be a boolean.")
-    if not may(ctx.harness, ctx.agent.definition, "publish"):
+    if not may(ctx.services, ctx.agent.definition, "publish"):
         raise Forbidden(PUBLISH_REFUSAL)
     if address.version or address.block_ref:
         raise BadRequest(f"write takes a document address without ?v= or #block: hm://{address.uid}/<path>.")
-    node: Node = ctx.harness.hypermedia
+    node: Node = ctx.services.hypermedia
     path = path_of(address)
     mode = {"comment": "comment", "profile.update": "profile"}.get(action, "write")
     target = Target(address.uid, path, _signer(ctx, address.uid, path, options.get("signer"), mode))
@@ -124,7 +124,7 @@ def _signer(ctx: VerbContext, space: str, path: str, wanted: object, mode: str =
     """
     from mcp_harness.identity.identities import identities_of, load_keypair
 
-    identities = identities_of(ctx.harness, ctx.agent.definition)
+    identities = identities_of(ctx.services, ctx.agent.definition)
     if not identities:
         raise Forbidden(
             "This agent has no signing identity to publish with. The owner creates one (`mcp-harness identity "
@@ -147,7 +147,7 @@ def _signer(ctx: VerbContext, space: str, path: str, wanted: object, mode: str =
             identity = identities[0]
         else:
             raise BadRequest(f"Several identities could sign for hm://{space}; pass options.signer: one of {choices}.")
-    node: Node = ctx.harness.hypermedia
+    node: Node = ctx.services.hypermedia
     if mode == "profile" and identity.account_id != space:
         raise Forbidden(
             f"Only hm://{space}'s own key publishes its profile, and {identity.label} ({identity.account_id}) is "
@@ -162,7 +162,7 @@ def _signer(ctx: VerbContext, space: str, path: str, wanted: object, mode: str =
             f"{identity.label} ({identity.account_id}) cannot write in hm://{space}: it is not that account and holds "
             f"no WRITER capability covering {path or 'the home document'}. Write under hm://{identity.account_id}/…"
         )
-    return load_keypair(ctx.harness, identity.name)
+    return load_keypair(ctx.services, identity.name)
 
 
 def _content(content: object) -> str | None:
@@ -186,7 +186,7 @@ def _memory_markdown(ctx: VerbContext, from_path: object) -> str:
         raise BadRequest("options.fromPath must name a markdown file in ~/memory, e.g. notes/post.md.")
     rest = from_path.strip().removeprefix("~/memory/").removeprefix("~/memory")
     path = normalize_memory_path(rest)
-    file = ctx.harness.memory(ctx.agent).read_file(path)
+    file = ctx.services.memory(ctx.agent).read_file(path)
     if file.text is None:
         raise BadRequest(f"{path} is a binary file; publish markdown text as a document.")
     if file.entry.size > MAX_CONTENT_BYTES:
