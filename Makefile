@@ -30,6 +30,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test $(JS_ORACLE)
 	$(BIN)/ruff check mcp_harness tests bench
 	$(BIN)/pyright
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 # bench/webread.py's reference pipeline (the MCP fetch server's readabilipy + markdownify) and its markdown judge are

@@ -131,6 +131,7 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
             "m007_run_journal",
             "m008_open_calls",
             "m009_touched_tools",
+            "m011_thread_search",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1

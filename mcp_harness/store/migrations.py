@@ -365,6 +365,16 @@ def m009_touched_tools(conn: sqlite3.Connection) -> None:
     conn.executemany("INSERT OR IGNORE INTO session_touched (session_id, name) VALUES (?, ?)", sorted(found))
 
 
+@migration
+def m011_thread_search(conn: sqlite3.Connection) -> None:
+    """Thread search as an index (store/search.py): trigram FTS5 tables of messages and titles, backfilled."""
+    from mcp_harness.store import search
+
+    for statement in search.SCHEMA:
+        conn.execute(statement)
+    search.backfill(conn)
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -15,7 +15,7 @@ import cbor2
 
 from mcp_harness.errors import NotFound
 from mcp_harness.jsondepth import without_surrogates
-from mcp_harness.store import open_calls, touched
+from mcp_harness.store import open_calls, search, touched
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.db import Database
 from mcp_harness.store.open_calls import OpenCall
@@ -153,36 +153,15 @@ class SessionStore:
     def search(
         self, account_id: str, query: str, *, agent_id: str | None, limit: int
     ) -> list[tuple[SessionRecord, str | None]]:
-        """Title/description matches over the 400 newest sessions, then message-text matches over the 4,000 newest
-        events (first hit per session, with a snippet); newest-updated first."""
+        """Sessions whose title or description holds `query`, then sessions with a message holding it (the newest
+        hit, as a snippet), over the whole account through the search index (`search.py`); deduped, cut to
+        `limit`, newest-updated first (HARNESS §11.2)."""
         q = query.strip().lower()
-        recent = self.list(account_id, agent_id=agent_id, limit=400)
-        by_title = [s for s in recent if q in (s.title or "").lower() or q in (s.description or "").lower()]
-        snippets: dict[str, str] = {}
         with self.db.reading() as conn:
-            rows = conn.execute(
-                "SELECT e.session_id, e.event_cbor FROM session_events e JOIN sessions s ON s.id = e.session_id "
-                "WHERE s.account_id = ? AND e.type = 'message' ORDER BY e.created_at DESC LIMIT 4000",
-                (account_id,),
-            ).fetchall()
-        for row in rows:
-            if row["session_id"] in snippets:
-                continue
-            content = cbor2.loads(row["event_cbor"]).get("content")
-            if not isinstance(content, str):
-                continue
-            at = content.lower().find(q)
-            if at >= 0:
-                start, end = max(0, at - 80), min(len(content), at + len(q) + 80)
-                snippet = ("…" if start else "") + content[start:end] + ("…" if end < len(content) else "")
-                snippets[row["session_id"]] = snippet
-        ids = [s.id for s in by_title] + [sid for sid in snippets if sid not in {s.id for s in by_title}]
-        found: list[SessionRecord] = []
-        for sid in ids:
-            rec = self.find(sid)
-            if rec is not None and (agent_id is None or rec.agent_id == agent_id):
-                found.append(rec)
-        found = found[:limit]
+            titled = search.title_matches(conn, account_id, q, agent_id, limit)
+            snippets = search.message_matches(conn, account_id, q, agent_id, limit)
+        ids = list(dict.fromkeys([*titled, *snippets]))[:limit]
+        found = [rec for sid in ids if (rec := self.find(sid)) is not None]
         found.sort(key=lambda s: s.updated_at, reverse=True)
         return [(s, snippets.get(s.id)) for s in found]
 
@@ -218,6 +197,7 @@ class SessionStore:
                 )
             open_calls.track(conn, session_id, [(r.payload, r.actor, r.seq) for r in records], self.db.instance_id, ts)
             touched.track(conn, session_id, [(r.payload, r.actor) for r in records])
+            search.track(conn, session_id, [r.payload for r in records])
             conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
         return records
 

@@ -1,0 +1,134 @@
+"""Thread search as an index: every message of the account and every session title, in SQLite FTS5 (migration m011).
+
+The reference (HARNESS §11.2) matches a lowercased substring against the titles of the 400 newest sessions and the
+text of the 4,000 newest messages, so an older conversation can never be found and each search costs a scan. Here the
+same matching rule — a case-insensitive substring, the first hit per session with ±80 characters of context — runs
+over an FTS5 table with the trigram tokenizer (which answers substring queries from the index), kept by
+`SessionStore.append_many` in the append's own transaction. Titles are kept by triggers on `sessions`.
+
+A query shorter than three characters has no trigram to look up: it falls back to the reference's bounded scan of the
+newest sessions and messages, which is what it always was.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+import cbor2
+
+SNIPPET_CONTEXT = 80
+MIN_INDEXED_QUERY = 3
+"""Trigram lookups need three characters; shorter queries scan the newest rows as the reference does."""
+RECENT_SESSIONS = 400
+RECENT_MESSAGES = 4000
+
+SCHEMA = (
+    "CREATE VIRTUAL TABLE message_search USING fts5(content, session_id UNINDEXED, tokenize = 'trigram')",
+    "CREATE VIRTUAL TABLE title_search USING fts5(text, session_id UNINDEXED, tokenize = 'trigram')",
+    "CREATE TRIGGER title_search_insert AFTER INSERT ON sessions BEGIN "
+    "INSERT INTO title_search (text, session_id) "
+    "VALUES (COALESCE(new.title, '') || char(10) || COALESCE(new.description, ''), new.id); END",
+    "CREATE TRIGGER title_search_update AFTER UPDATE OF title, description ON sessions BEGIN "
+    "DELETE FROM title_search WHERE session_id = old.id; "
+    "INSERT INTO title_search (text, session_id) "
+    "VALUES (COALESCE(new.title, '') || char(10) || COALESCE(new.description, ''), new.id); END",
+    "CREATE TRIGGER title_search_delete AFTER DELETE ON sessions BEGIN "
+    "DELETE FROM title_search WHERE session_id = old.id; DELETE FROM message_search WHERE session_id = old.id; END",
+)
+
+
+def message_text(payload: dict[str, Any]) -> str | None:
+    """The searchable text of an event: a `message` event's string content, as the reference searches."""
+    if payload.get("type") != "message":
+        return None
+    content = payload.get("content")
+    return content if isinstance(content, str) and content else None
+
+
+def track(conn: sqlite3.Connection, session_id: str, payloads: Iterable[dict[str, Any]]) -> None:
+    """Index the messages among these appended events (inside the append's transaction)."""
+    rows = [(text, session_id) for p in payloads if (text := message_text(p)) is not None]
+    if rows:
+        conn.executemany("INSERT INTO message_search (content, session_id) VALUES (?, ?)", rows)
+
+
+def backfill(conn: sqlite3.Connection) -> None:
+    """Index what an older database already holds: every session's title and every message event."""
+    conn.execute(
+        "INSERT INTO title_search (text, session_id) "
+        "SELECT COALESCE(title, '') || char(10) || COALESCE(description, ''), id FROM sessions"
+    )
+    cursor = conn.execute("SELECT session_id, event_cbor FROM session_events WHERE type = 'message'")
+    while batch := cursor.fetchmany(1000):
+        rows = [(text, r[0]) for r in batch if (text := message_text(cbor2.loads(r[1]))) is not None]
+        conn.executemany("INSERT INTO message_search (content, session_id) VALUES (?, ?)", rows)
+
+
+def snippet(content: str, query: str) -> str | None:
+    """±80 characters around the first case-insensitive hit, with `…` where the text was cut (HARNESS §11.2)."""
+    at = content.lower().find(query)
+    if at < 0:
+        return None
+    start, end = max(0, at - SNIPPET_CONTEXT), min(len(content), at + len(query) + SNIPPET_CONTEXT)
+    return ("…" if start else "") + content[start:end] + ("…" if end < len(content) else "")
+
+
+def _phrase(query: str) -> str:
+    """The query as one FTS5 string: with the trigram tokenizer, a quoted string matches it as a substring."""
+    return '"' + query.replace('"', '""') + '"'
+
+
+def _scope(agent_id: str | None) -> tuple[str, list[Any]]:
+    return (" AND s.agent_id = ?", [agent_id]) if agent_id else ("", [])
+
+
+def title_matches(conn: sqlite3.Connection, account_id: str, query: str, agent_id: str | None, limit: int) -> list[str]:
+    """Sessions whose title or description holds `query` (lowercased), newest-updated first."""
+    where, args = _scope(agent_id)
+    if len(query) < MIN_INDEXED_QUERY:
+        rows = conn.execute(
+            "SELECT s.id, s.title, s.description FROM sessions s WHERE s.account_id = ?"
+            f"{where} ORDER BY s.updated_at DESC, s.id LIMIT ?",
+            [account_id, *args, RECENT_SESSIONS],
+        ).fetchall()
+        hits = [r[0] for r in rows if query in (r[1] or "").lower() or query in (r[2] or "").lower()]
+        return hits[:limit]
+    rows = conn.execute(
+        "SELECT s.id FROM title_search t JOIN sessions s ON s.id = t.session_id "
+        f"WHERE title_search MATCH ? AND s.account_id = ?{where} ORDER BY s.updated_at DESC, s.id LIMIT ?",
+        [_phrase(query), account_id, *args, limit],
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def message_matches(
+    conn: sqlite3.Connection, account_id: str, query: str, agent_id: str | None, limit: int
+) -> dict[str, str]:
+    """Up to `limit` sessions with a message holding `query`, newest-updated first, each with its snippet."""
+    where, args = _scope(agent_id)
+    out: dict[str, str] = {}
+    if len(query) < MIN_INDEXED_QUERY:
+        rows = conn.execute(
+            "SELECT e.session_id, e.event_cbor FROM session_events e JOIN sessions s ON s.id = e.session_id "
+            f"WHERE s.account_id = ?{where} AND e.type = 'message' ORDER BY e.created_at DESC LIMIT ?",
+            [account_id, *args, RECENT_MESSAGES],
+        )
+        texts = ((str(r[0]), message_text(cbor2.loads(r[1]))) for r in rows)
+    else:
+        rows = conn.execute(
+            "SELECT m.session_id, m.content FROM message_search m JOIN sessions s ON s.id = m.session_id "
+            f"WHERE message_search MATCH ? AND s.account_id = ?{where} ORDER BY s.updated_at DESC, m.rowid DESC",
+            [_phrase(query), account_id, *args],
+        )
+        texts = ((str(r[0]), str(r[1])) for r in rows)
+    for session_id, text in texts:
+        if session_id in out or text is None:
+            continue
+        found = snippet(text, query)
+        if found is not None:
+            out[session_id] = found
+            if len(out) >= limit:
+                break
+    return out
