@@ -5,7 +5,7 @@ delivered to the parent's session and the parent requeued when its last child re
 small next to a model call, and the children of one reply should run side by side, so a coordinator fanning out
 to ten children waits for about one child, not ten.
 
-What: one harness in process, driven by the SDK `Client` over the in-memory transport (as tests/test_delegate.py
+What: one harness in process, driven by the SDK `Client` over the in-memory transport (as tests/verbs/test_delegate.py
 does), with the scripted provider. Three kinds of `delegate` call, each timed from the client's call to its result:
 
 - alone: the child replies once and spawns nothing (the fixed cost of a delegation round trip);

@@ -42,7 +42,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
 BUDGET = 2_600
-"""The five verbs' tools/list stays under this many o200k tokens (tests/test_contracts.py holds it too)."""
+"""The five verbs' tools/list stays under this many o200k tokens (tests/verbs/test_contracts.py holds it too)."""
 
 PREFIX = Path(sys.prefix) / "bench-npm"
 """Where the reference servers are installed: the running virtualenv, like the bench's other bench-only packages."""

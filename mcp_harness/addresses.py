@@ -2,7 +2,8 @@
 
 A verb's `address` (and an MCP resource URI) names something in the agent's world. This module turns the string
 into an `Address` and back; nothing else in the package looks at address syntax. Both the `~/…` forms the
-reference harness uses and the `harness://…` resource URIs are accepted and mean the same thing.
+reference harness uses and the `harness://…` resource URIs are accepted and mean the same thing. Which kinds this
+build serves, and how, is declared by the address spaces (spaces/registry.py).
 """
 
 from __future__ import annotations
@@ -25,12 +26,6 @@ AddressKind = Literal[
     "hm",
     "web",
 ]
-
-SUPPORTED_READ_FORMS = (
-    "~/memory/<path>, ~/self, ~/tools/, ~/tools/<name>, thread:, thread:<id>, run:<id>, harness://plan, "
-    "hm://<account>/<path>[?v=…][#block] (views /:directory, /:attributes, /:profile, /:comments), https://… "
-    "(and the harness:// resource URIs)"
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,17 +9,24 @@ both granted and offered by this host (the sandbox for `execute`, an engine for 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from mcp_harness.callables.registry import BUILTINS, CALLABLE_ALIASES, CALLABLES, CallableGrant, callable_alias
 from mcp_harness.errors import BadRequest
-from mcp_harness.verbs.contracts import CALLABLE_ALIASES, CALLABLES, callable_alias
 
 if TYPE_CHECKING:
     from mcp_harness.definition import AgentDefinition
-    from mcp_harness.harness import Harness
 
-Capability = Literal["search", "web_search", "execute", "publish"]
-CAPABILITIES: tuple[Capability, ...] = ("search", "web_search", "execute", "publish")
+Capability = CallableGrant | Literal["publish"]
+CAPABILITIES: tuple[Capability, ...] = (*(tool.grant for tool in BUILTINS), "publish")
+
+
+class Offering(Protocol):
+    """Which builtins this host offers (`Harness.offered_callables`, from the callables registry)."""
+
+    def offered_callables(self) -> frozenset[str]: ...
+
+
 LEGACY_PUBLISH_NAMES = frozenset({"publish", "write", "memory_publish_document", "ipfs_write", "attachment_to_ipfs"})
 
 
@@ -33,22 +40,22 @@ def granted(definition: AgentDefinition, capability: Capability) -> bool:
     return any(callable_alias(t) == capability for t in tools)
 
 
-def callable_set(harness: Harness, definition: AgentDefinition) -> list[str]:
+def callable_set(host: Offering, definition: AgentDefinition) -> list[str]:
     """Callables the agent may use here — granted and offered — in registry order. Blocking on first use."""
-    offered = harness.offered_callables()
-    return [name for name in CALLABLES if name in offered and granted(definition, name)]  # pyright: ignore[reportArgumentType]
+    offered = host.offered_callables()
+    return [tool.name for tool in BUILTINS if tool.name in offered and granted(definition, tool.grant)]
 
 
-def may(harness: Harness, definition: AgentDefinition, capability: Capability) -> bool:
+def may(host: Offering, definition: AgentDefinition, capability: Capability) -> bool:
     """May this agent do `capability` on this host now? Every gated operation asks this."""
     if capability == "publish":
         return granted(definition, "publish")
-    return capability in callable_set(harness, definition)
+    return capability in callable_set(host, definition)
 
 
-def effective_grants(harness: Harness, definition: AgentDefinition) -> dict[str, Any]:
+def effective_grants(host: Offering, definition: AgentDefinition) -> dict[str, Any]:
     """What `~/self` shows: the usable callables and whether the agent may publish."""
-    return {"callableTools": callable_set(harness, definition), "publish": granted(definition, "publish")}
+    return {"callableTools": callable_set(host, definition), "publish": granted(definition, "publish")}
 
 
 def check_grant_names(tools: Iterable[str] | None, authored: Iterable[str] = ()) -> None:

@@ -24,6 +24,7 @@ from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds
 from mcp_harness.memory.store import MemoryStore
 from mcp_harness.scope import Scope
+from mcp_harness.spaces.registry import uses_network
 from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
 from mcp_harness.store._util import new_id
 from mcp_harness.store.sessions import Actor, SessionKind
@@ -71,18 +72,6 @@ UNLOGGED_VERBS = frozenset({"plan"})
 """Plan calls write no transcript events (HARNESS §1.1): the checklist is state, not conversation."""
 
 
-def _uses_network(verb: str, arguments: dict[str, Any]) -> bool:
-    """A `read` of an http(s) address or a `write` with `fromUrl`: sync verbs that wait on the network."""
-    if verb == "read":
-        address = arguments.get("address")
-        return isinstance(address, str) and address.strip().lower().startswith(("http://", "https://"))
-    options = arguments.get("options")
-    address = arguments.get("address")
-    if isinstance(address, str) and address.strip().lower().startswith("hm://"):
-        return False  # a hypermedia fork's fromUrl names a document on the embedded node, not the network
-    return verb == "write" and isinstance(options, dict) and "fromUrl" in options
-
-
 def _call(verb: str, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
     if depth_exceeds(arguments, MAX_INPUT_DEPTH):
         # Refused by its contract anyway; logged as a marker, since a value this deep would not decode again.
@@ -116,6 +105,8 @@ class Harness:
         self.sessions = SessionStore(self.db)
         self.tools = ToolStore(self.db)
         self.account_id = LOCAL_ACCOUNT
+        self.verbs = VERBS
+        """The verbs' contracts (`verbs/contracts.py`), for the spaces that list them."""
         self._memories: dict[str, MemoryStore] = {}
         self._sandbox: Sandbox | None = None
         self._secrets: SecretStore | None = None
@@ -273,7 +264,10 @@ class Harness:
         if self._providers is None:
             from mcp_harness.models.providers import ProviderRegistry
 
-            self._providers = ProviderRegistry(self)
+            # The vault is a callable so that building the registry never loads the master key.
+            self._providers = ProviderRegistry(
+                self.settings, self.db, agents=self.agents, vault=lambda: self.secrets, account_id=self.account_id
+            )
         return self._providers
 
     def check_definition(self, definition: AgentDefinition) -> None:
@@ -318,10 +312,9 @@ class Harness:
 
     def offered_callables(self) -> frozenset[str]:
         """Builtin callables this host can run: `execute` with a sandbox, `web_search` with a SearXNG URL."""
-        offered = {"execute"} if self.sandbox_runtimes() else set()
-        if self.settings.web.searxng_url:
-            offered.add("web_search")
-        return frozenset(offered)
+        from mcp_harness.callables.registry import offered_callables
+
+        return offered_callables(self)
 
     def grants(self, definition: AgentDefinition) -> dict[str, Any]:
         """What the agent may do beyond the verbs: its callable tools and whether it may publish."""
@@ -344,7 +337,7 @@ class Harness:
         if ctx.session_id is None or verb in UNLOGGED_VERBS:
             return self._run_verb(ctx, verb, arguments)
         call_id = call_id or _call_id(ctx.actor)
-        if _uses_network(verb, arguments):
+        if uses_network(verb, arguments):  # as the address's space declares (spaces/registry.py)
             # A fetch may take seconds: it must not hold the database. The call is logged first, on its own.
             self.sessions.append(ctx.session_id, _call(verb, call_id, arguments), ctx.actor)
             result, error = self._run_verb(ctx, verb, arguments)

@@ -9,7 +9,7 @@ the root passes itself down — and tests may pass anything that does.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from mcp_harness.store.secrets import SecretStore
     from mcp_harness.store.tools import ToolStore
     from mcp_harness.verbs.base import VerbContext, VerbResult
+    from mcp_harness.verbs.spec import VerbSpec
     from mcp_harness.web.egress import Egress
 
 T = TypeVar("T")
@@ -119,5 +120,13 @@ class Agents(Protocol):
     def grants(self, definition: AgentDefinition) -> dict[str, Any]: ...
 
 
-class Services(Stores, Memories, Hosting, Keys, Models, Runs, Invoker, Agents, Protocol):
+class Contracts(Protocol):
+    """The verbs' contracts, handed down rather than imported: the `~/tools` space lists them, and the read and write
+    contracts are generated from the spaces, so importing them from a space would close a cycle."""
+
+    @property
+    def verbs(self) -> Mapping[str, VerbSpec]: ...
+
+
+class Services(Stores, Memories, Hosting, Keys, Models, Runs, Invoker, Agents, Contracts, Protocol):
     """Everything a verb may reach, by concern. Only `VerbContext` carries the whole; seams take a part."""

@@ -7,14 +7,16 @@ whose agent run is queued or running refuses them rather than interleaving with 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
 
 from mcp_harness.errors import BadRequest, Conflict, HarnessError
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
+    from mcp_harness.store import SessionStore
+    from mcp_harness.store.sessions import Actor
     from mcp_harness.verbs.base import VerbResult
 
 USER_VERBS = ("read", "write", "call")
@@ -24,23 +26,32 @@ _WHY_NOT = {
 }
 
 
+class Binding(Protocol):
+    """A session's verb calls, on the one logged path (the composition root's `SessionBinding`)."""
+
+    async def invoke(
+        self, verb: str, arguments: dict[str, Any], actor: Actor
+    ) -> tuple[VerbResult | None, HarnessError | None]: ...
+
+
 async def invoke_as_user(
-    harness: Harness, session_id: str, verb: str, arguments: dict[str, Any]
+    sessions: SessionStore,
+    bind: Callable[[str], Binding],
+    session_id: str,
+    verb: str,
+    arguments: dict[str, Any],
 ) -> tuple[VerbResult | None, HarnessError | None]:
     """Run `verb` on the session as the user. Refusals before anything runs raise; a verb's own failure is
-    returned (and logged), like any call's."""
-    from mcp_harness.harness import SessionBinding
-
+    returned (and logged), like any call's. `bind(agent_id)` binds that agent's calls to this session."""
     if verb not in USER_VERBS:
         reason = _WHY_NOT.get(verb)
         raise BadRequest("verb must be read, write, or call" + (f": {reason}." if reason else "."))
 
     def check() -> str:
-        session = harness.sessions.get(session_id)
-        if harness.sessions.live_run(session_id) is not None:
+        session = sessions.get(session_id)
+        if sessions.live_run(session_id) is not None:
             raise Conflict("The agent is working in this thread right now; wait for its turn to finish.")
         return session.agent_id
 
     agent_id = await anyio.to_thread.run_sync(check)
-    binding = SessionBinding(harness, agent_id=agent_id, session_id=session_id)
-    return await binding.invoke(verb, arguments, actor="user")
+    return await bind(agent_id).invoke(verb, arguments, actor="user")

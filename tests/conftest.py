@@ -1,4 +1,8 @@
-"""Shared fixtures: a fresh data directory, a harness over it, and an in-memory MCP client of the server."""
+"""Shared fixtures: a fresh data directory, a harness over it (plain, or `scripted` by the module's `rules`), an
+in-memory MCP client of the server, and helpers to call verbs, serve an app on loopback and give HTTP two tokens.
+
+Each folder's conftest.py adds what only its suites share (tests/models/: a fake provider API; tests/runs/: a bare
+run store; tests/sandbox/: a working sandbox; and so on)."""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from typing import Any, Literal
 import pytest
 from mcp import Client
 
-from mcp_harness.config import load_settings
+from mcp_harness.config import HttpSettings, TokenSettings, load_settings, token_hash
+from mcp_harness.definition import normalize_definition
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server
 
@@ -71,6 +76,20 @@ def scripted_harness(tmp_path: Path, rules: list[dict[str, Any]], name: str = "s
 
 
 @pytest.fixture
+def rules() -> list[dict[str, Any]]:
+    """The script of `scripted`: every turn answers "done". A module with its own script overrides this fixture."""
+    return [{"turns": [{"text": "done"}]}]
+
+
+@pytest.fixture
+def scripted(tmp_path: Path, rules: list[dict[str, Any]]) -> Iterator[Harness]:
+    """A harness whose `scripted` provider answers by `rules`, closed after the test."""
+    harness = scripted_harness(tmp_path, rules)
+    yield harness
+    harness.close()
+
+
+@pytest.fixture
 def harness(data_dir: Path) -> Iterator[Harness]:
     h = Harness(load_settings(data_dir=data_dir))
     yield h
@@ -120,6 +139,19 @@ async def serving(
         yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
         server.should_exit = True
         server.force_exit = force_exit
+
+
+def owner_and_other(harness: Harness, **http: Any) -> HttpSettings:
+    """Create agent "other" beside the default one; HTTP settings (with `http`'s other fields) holding two tokens:
+    `owner-token` for the owner and `other-token` scoped to "other"."""
+    harness.agents.create(
+        harness.account_id, normalize_definition({**harness.default_definition().to_json(), "name": "other"})
+    )
+    tokens = [
+        TokenSettings(hash=token_hash("owner-token"), label="owner"),
+        TokenSettings(hash=token_hash("other-token"), agent="other", label="other"),
+    ]
+    return HttpSettings(tokens=tokens, **http)
 
 
 def text_of(result: Any) -> str:

@@ -7,17 +7,30 @@ A builtin the agent is not granted is indistinguishable from a name that does no
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_harness.callables.documents import ToolDocument, builtin_document, contract_markdown
+from mcp_harness.callables.registry import BUILTINS, BY_NAME, callable_alias
 from mcp_harness.grants import callable_set
 from mcp_harness.verbs.base import VerbContext, VerbResult
-from mcp_harness.verbs.contracts import CALLABLES, VERBS, VerbSpec, callable_alias, narrowed
+from mcp_harness.verbs.spec import VerbSpec
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
     from mcp_harness.store.agents import AgentRecord
-    from mcp_harness.store.tools import ToolRecord
+    from mcp_harness.store.sessions import SessionStore
+    from mcp_harness.store.tools import ToolRecord, ToolStore
+
+
+class ToolHost(Protocol):
+    """What the catalog reads: the agent's tool documents, the session's touched names, and what this host offers."""
+
+    @property
+    def tools(self) -> ToolStore: ...
+    @property
+    def sessions(self) -> SessionStore: ...
+    def sandbox_runtimes(self) -> tuple[str, ...]: ...
+    def offered_callables(self) -> frozenset[str]: ...
+
 
 AUTHORING_LINES = [
     "",
@@ -26,27 +39,27 @@ AUTHORING_LINES = [
 ]
 
 
-def callable_spec(harness: Harness, name: str) -> VerbSpec:
+def callable_spec(host: ToolHost, name: str) -> VerbSpec:
     """A builtin's contract as this host serves it (`execute`'s runtime enum narrowed to what is offered)."""
-    return narrowed(CALLABLES[name], harness.sandbox_runtimes())
+    return BY_NAME[name].contract(host.sandbox_runtimes())
 
 
 @functools.cache
 def builtin_documents(runtimes: tuple[str, ...]) -> tuple[ToolDocument, ...]:
     """The builtin documents as a host offering `runtimes` serves them; the same objects every call."""
-    return tuple(builtin_document(narrowed(CALLABLES[name], runtimes)) for name in CALLABLES)
+    return tuple(builtin_document(tool.contract(runtimes)) for tool in BUILTINS)
 
 
-def _documents(harness: Harness, agent: AgentRecord) -> list[ToolRecord]:
-    harness.tools.ensure_builtins(agent.id, builtin_documents(harness.sandbox_runtimes()))
-    return harness.tools.list(agent.id)
+def _documents(host: ToolHost, agent: AgentRecord) -> list[ToolRecord]:
+    host.tools.ensure_builtins(agent.id, builtin_documents(host.sandbox_runtimes()))
+    return host.tools.list(agent.id)
 
 
-def visible_documents(harness: Harness, agent: AgentRecord) -> list[ToolRecord]:
+def visible_documents(host: ToolHost, agent: AgentRecord) -> list[ToolRecord]:
     """Enabled documents the agent may see: granted (and offered) builtins and its enabled lambdas, by name."""
-    granted = set(callable_set(harness, agent.definition))
+    granted = set(callable_set(host, agent.definition))
     out: list[ToolRecord] = []
-    for record in _documents(harness, agent):
+    for record in _documents(host, agent):
         if not record.enabled:
             continue
         if record.kind == "builtin" and record.name not in granted:
@@ -58,17 +71,18 @@ def visible_documents(harness: Harness, agent: AgentRecord) -> list[ToolRecord]:
 def tools_listing(ctx: VerbContext) -> dict[str, Any]:
     """`{summary, markdown, tools, verbs}`: the verbs' summary lines, then callable documents, then how to author."""
     records = visible_documents(ctx.services, ctx.agent)
-    lines = [f"- {spec.summary_line()}" for spec in VERBS.values()]
+    verbs = ctx.services.verbs
+    lines = [f"- {spec.summary_line()}" for spec in verbs.values()]
     if records:
         lines += ["", "Callable tools:"]
         lines += [f"- {r.name} — {r.document.summary}{' (authored)' if r.kind == 'lambda' else ''}" for r in records]
     lines += AUTHORING_LINES
     count = len(records)
     return {
-        "summary": f"{len(VERBS)} verbs and {count} callable tool{'s' if count != 1 else ''}.",
+        "summary": f"{len(verbs)} verbs and {count} callable tool{'s' if count != 1 else ''}.",
         "markdown": "\n".join(lines),
         "tools": [r.name for r in records],
-        "verbs": list(VERBS),
+        "verbs": list(verbs),
     }
 
 
@@ -77,7 +91,7 @@ def read_tool(ctx: VerbContext, name: str, fmt: str) -> VerbResult:
 
     A verb's contract is the full one: the tools/list description, then its `details` (every address form with its
     options and limits), then the schemas."""
-    spec = VERBS.get(name)
+    spec = ctx.services.verbs.get(name)
     if spec is not None:
         data: dict[str, Any] = {
             "summary": f"Contract of the {spec.name} verb.",
@@ -105,19 +119,19 @@ def read_tool(ctx: VerbContext, name: str, fmt: str) -> VerbResult:
     return VerbResult.of(data, listing["markdown"], fmt=fmt)
 
 
-def promoted_callables(harness: Harness, agent: AgentRecord, session_id: str) -> dict[str, VerbSpec]:
+def promoted_callables(host: ToolHost, agent: AgentRecord, session_id: str) -> dict[str, VerbSpec]:
     """Callables this session has touched (`read ~/tools/<n>` or `call <n>` by a non-user actor) that the agent may
     call — granted builtins and its enabled authored lambdas — with the contract each is served under. The touched
     names are durable (`store/touched.py`), so promotion survives restarts (HARNESS §5), and reading them costs the
     same however long the session is."""
-    touched = harness.sessions.touched(session_id)
+    touched = host.sessions.touched(session_id)
     if not touched:
         return {}
     aliased = {callable_alias(name) for name in touched}
-    granted = callable_set(harness, agent.definition)
-    out = {name: callable_spec(harness, name) for name in granted if name in aliased}
+    granted = callable_set(host, agent.definition)
+    out = {name: callable_spec(host, name) for name in granted if name in aliased}
     if "execute" in granted:  # a lambda runs in the execute sandbox (HARNESS §4)
-        for record in harness.tools.list(agent.id):
+        for record in host.tools.list(agent.id):
             if record.kind == "lambda" and record.enabled and record.name in touched and record.name not in out:
                 out[record.name] = lambda_spec(record.document)
     return out

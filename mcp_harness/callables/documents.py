@@ -1,8 +1,8 @@
 """Tool documents: every tool an agent holds, as a content-addressed document (HARNESS §4).
 
 A document's identity is its CID: canonical DAG-CBOR bytes, sha2-256, CIDv1 with the dag-cbor codec. Builtins are
-derived from the contracts module; lambdas are authored by the agent with `write ~/tools/<name>` and validated here
-before anything is stored.
+derived from their contracts (`registry.py`); lambdas are authored by the agent with `write ~/tools/<name>` and
+validated here before anything is stored.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mcp_harness.callables.registry import RESERVED_TOOL_NAMES
 from mcp_harness.errors import BadRequest
-from mcp_harness.verbs.contracts import RESERVED_TOOL_NAMES, VerbSpec
 from mcp_harness.verbs.schema_subset import shape_errors
+from mcp_harness.verbs.spec import VerbSpec
 
 ToolKind = Literal["builtin", "lambda"]
 

@@ -84,11 +84,16 @@ def arguments_of(args: argparse.Namespace) -> dict[str, Any]:
 def _invoke_command(args: argparse.Namespace, out: Any) -> int:
     import anyio
 
+    from mcp_harness.harness import SessionBinding
     from mcp_harness.user_verbs import invoke_as_user
 
     arguments = arguments_of(args)
     with opened(args) as harness:
-        result, error = anyio.run(invoke_as_user, harness, args.session, args.verb, arguments)
+
+        def bind(agent_id: str) -> SessionBinding:
+            return SessionBinding(harness, agent_id=agent_id, session_id=args.session)
+
+        result, error = anyio.run(invoke_as_user, harness.sessions, bind, args.session, args.verb, arguments)
     if error is not None:
         print(f"mcp-harness: {args.verb} failed: {error.message}", file=sys.stderr)
         return EXIT_FAILURE  # the verb ran and answered with an error (logged in the thread)

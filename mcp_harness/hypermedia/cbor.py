@@ -1,7 +1,7 @@
 """Canonical DAG-CBOR: the byte form that tool documents and signed hypermedia blobs are content-addressed in.
 
 The rules are those of the hypermedia spec (HYPERMEDIA.md, §1.1 and its addendum), and the output is checked byte
-for byte against `@ipld/dag-cbor` (what the Seed JS client signs with) in tests/test_dagcbor.py:
+for byte against `@ipld/dag-cbor` (what the Seed JS client signs with) in tests/hypermedia/test_dagcbor.py:
 
 - map keys are strings, sorted by UTF-8 length first and then bytewise;
 - integers and lengths use their shortest form; integers must fit CBOR's 64-bit range;

@@ -2,7 +2,8 @@
 
 Agents paste ids copied from the Seed app, the web gateway and each other, so parsing ports the official client's
 `unpackHmId` / `packHmId` (`@seed-hypermedia/client`, hm-types) rather than a generic URL parser: the same text must
-name the same thing here as there, and tests/test_hm_ids.py checks that over a corpus against the client itself.
+name the same thing here as there, and tests/hypermedia/test_hm_ids.py checks that over a corpus against the client
+itself.
 
 Where the client is lenient about text that cannot name anything, `parse_hm_id` refuses instead, so that a typo
 becomes an error rather than a read of the wrong resource: no account, an empty or non-CID version, an unreadable

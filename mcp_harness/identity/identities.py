@@ -13,7 +13,7 @@ Functions here block (SQLite, the key file); call them off the event loop.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_harness.errors import BadRequest, Conflict, NotFound, StorageError
 from mcp_harness.identity.keys import SEED_BYTES, KeyPair, decode_key_text
@@ -21,12 +21,28 @@ from mcp_harness.store.secrets import SecretRecord
 
 if TYPE_CHECKING:
     from mcp_harness.definition import AgentDefinition
-    from mcp_harness.harness import Harness
+    from mcp_harness.hypermedia.node import Node
+    from mcp_harness.store import Database
+    from mcp_harness.store.secrets import SecretStore
 
 IDENTITY_KIND = "hm-account-key"
 SECRET_PREFIX = "hm-account-"
 MAX_LABEL_BYTES = 256
 _CREATE_HINT = "`mcp-harness identity create --label NAME` (or `identity import` for an existing seed)"
+
+
+class Keyring(Protocol):
+    """What identities live in: the account's sealed secrets, the node their profiles are published to, and the
+    database both share (creating an identity and publishing its profile is one transaction)."""
+
+    @property
+    def account_id(self) -> str: ...
+    @property
+    def db(self) -> Database: ...
+    @property
+    def secrets(self) -> SecretStore: ...
+    @property
+    def hypermedia(self) -> Node: ...
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -98,25 +114,25 @@ def _identity(record: SecretRecord) -> Identity:
     )
 
 
-def _store(harness: Harness, pair: KeyPair, label: str | None, origin: dict[str, str]) -> Identity:
+def _store(keyring: Keyring, pair: KeyPair, label: str | None, origin: dict[str, str]) -> Identity:
     account = pair.account_id
     metadata = {"kind": IDENTITY_KIND, "accountId": account, "label": _label(label, account), **origin}
     name = secret_name_for(account)
-    if harness.secrets.find(harness.account_id, name) is not None:
+    if keyring.secrets.find(keyring.account_id, name) is not None:
         raise Conflict(f"This account key is already on the server ({account}); `mcp-harness identity list` shows it.")
-    record = harness.secrets.create(harness.account_id, name, pair.seed, kind=IDENTITY_KIND, metadata=metadata)
+    record = keyring.secrets.create(keyring.account_id, name, pair.seed, kind=IDENTITY_KIND, metadata=metadata)
     return _identity(record)
 
 
-def create_identity(harness: Harness, label: str | None = None) -> Identity:
+def create_identity(keyring: Keyring, label: str | None = None) -> Identity:
     """Generate a fresh Ed25519 key, store its seed sealed, and publish its profile and home document.
 
     One transaction: an identity is never stored without its profile, nor a profile left for a key that was not kept.
     """
     pair = KeyPair.generate()
-    with harness.db.transaction():
-        identity = _store(harness, pair, label, {"generatedBy": "mcp-harness"})
-        _publish_account(harness, pair, identity.label)
+    with keyring.db.transaction():
+        identity = _store(keyring, pair, label, {"generatedBy": "mcp-harness"})
+        _publish_account(keyring, pair, identity.label)
     return identity
 
 
@@ -124,98 +140,98 @@ HOME_DOCUMENT = "This is an agentic account."
 """The reference's home-document body for a new signing identity (HARNESS §14)."""
 
 
-def _publish_account(harness: Harness, pair: KeyPair, name: str) -> None:
+def _publish_account(keyring: Keyring, pair: KeyPair, name: str) -> None:
     from mcp_harness.hypermedia.markdown import document_operations, metadata_operations, parse_markdown
 
-    node = harness.hypermedia
+    node = keyring.hypermedia
     ops = metadata_operations({"name": name}) + document_operations(parse_markdown(HOME_DOCUMENT).tree)
     node.publish([node.profile_blob(pair, name), *node.create(pair, pair.account_id, "", ops)])
 
 
-def import_identity(harness: Harness, seed: bytes, label: str | None = None) -> Identity:
+def import_identity(keyring: Keyring, seed: bytes, label: str | None = None) -> Identity:
     """Store an existing 32-byte seed sealed. Publishes nothing.
 
     Raises:
         BadRequest: the seed is not 32 bytes.
         Conflict: this key (its derived secret name) is already stored.
     """
-    return _store(harness, KeyPair.from_seed(seed), label, {"importedBy": "user"})
+    return _store(keyring, KeyPair.from_seed(seed), label, {"importedBy": "user"})
 
 
-def list_identities(harness: Harness) -> list[Identity]:
+def list_identities(keyring: Keyring) -> list[Identity]:
     """Every signing identity of the account, newest first. Never opens a seed."""
-    records = harness.secrets.list(harness.account_id, kind=IDENTITY_KIND)
+    records = keyring.secrets.list(keyring.account_id, kind=IDENTITY_KIND)
     return [_identity(r) for r in sorted(records, key=lambda r: (r.created_at, r.name), reverse=True)]
 
 
-def _resolve(harness: Harness, ref: str) -> SecretRecord:
+def _resolve(keyring: Keyring, ref: str) -> SecretRecord:
     """The identity a secret name, an account id or a label names (404 otherwise; 400 when a label is shared)."""
     name = ref if ref.startswith(SECRET_PREFIX) else secret_name_for(ref)
-    record = harness.secrets.find(harness.account_id, name)
+    record = keyring.secrets.find(keyring.account_id, name)
     if record is not None and not ref.startswith(SECRET_PREFIX) and record.metadata.get("accountId") != ref:
         record = None  # only the first 16 characters matched
     if record is not None and record.kind == IDENTITY_KIND:
         return record
-    records = [r for r in harness.secrets.list(harness.account_id, kind=IDENTITY_KIND) if _identity(r).label == ref]
+    records = [r for r in keyring.secrets.list(keyring.account_id, kind=IDENTITY_KIND) if _identity(r).label == ref]
     if len(records) > 1:
         named = ", ".join(f"{r.name} ({r.metadata.get('accountId')})" for r in records)
         raise BadRequest(f"{len(records)} signing identities are labelled {ref!r}: {named}. Name one by account id.")
     if not records:
-        raise NotFound(f"No signing identity {ref!r} (by label, account id or secret name). {_existing(harness)}")
+        raise NotFound(f"No signing identity {ref!r} (by label, account id or secret name). {_existing(keyring)}")
     return records[0]
 
 
-def resolve_identity(harness: Harness, ref: str) -> Identity:
+def resolve_identity(keyring: Keyring, ref: str) -> Identity:
     """The identity `ref` names: its secret name (`hm-account-…`), its account id (`z6Mk…`) or its label.
 
     Raises:
         NotFound: nothing matches.
         BadRequest: several identities share that label.
     """
-    return _identity(_resolve(harness, ref))
+    return _identity(_resolve(keyring, ref))
 
 
-def update_identity(harness: Harness, name_or_account: str, label: str | None) -> Identity:
+def update_identity(keyring: Keyring, name_or_account: str, label: str | None) -> Identity:
     """Change an identity's label and republish its profile under it; the account id in its metadata is re-derived
     from the seed, as the reference does.
 
     Raises:
         NotFound: no such identity.
     """
-    record = _resolve(harness, name_or_account)
-    pair = load_keypair(harness, record.name)
+    record = _resolve(keyring, name_or_account)
+    pair = load_keypair(keyring, record.name)
     metadata = {**record.metadata, "kind": IDENTITY_KIND, "accountId": pair.account_id}
     metadata["label"] = _label(label, pair.account_id)
-    with harness.db.transaction():
-        updated = _identity(harness.secrets.update_metadata(harness.account_id, record.name, metadata))
-        node = harness.hypermedia
+    with keyring.db.transaction():
+        updated = _identity(keyring.secrets.update_metadata(keyring.account_id, record.name, metadata))
+        node = keyring.hypermedia
         # The new name replaces the old one; a picture or description set with profile.update is kept.
         current = node.profile(pair.account_id) or {}
         node.publish([node.profile_blob(pair, updated.label, current.get("avatar"), current.get("description"))])
     return updated
 
 
-def delete_identity(harness: Harness, name_or_account: str) -> bool:
+def delete_identity(keyring: Keyring, name_or_account: str) -> bool:
     """Delete the identity's secret only; agents that name it fail validation on their next create or update.
 
     Raises:
         NotFound: no such identity.
     """
-    record = _resolve(harness, name_or_account)
-    return harness.secrets.delete(harness.account_id, record.name)
+    record = _resolve(keyring, name_or_account)
+    return keyring.secrets.delete(keyring.account_id, record.name)
 
 
-def load_keypair(harness: Harness, secret_name: str) -> KeyPair:
+def load_keypair(keyring: Keyring, secret_name: str) -> KeyPair:
     """The key pair of an identity, for signing. Opens the sealed seed.
 
     Raises:
         NotFound: no identity of that name.
         StorageError: the seed does not belong to the account its name says.
     """
-    record = harness.secrets.find(harness.account_id, secret_name)
+    record = keyring.secrets.find(keyring.account_id, secret_name)
     if record is None or record.kind != IDENTITY_KIND:
-        raise NotFound(f"No signing identity {secret_name!r}. {_existing(harness)}")
-    pair = KeyPair.from_seed(harness.secrets.get_value(harness.account_id, secret_name))
+        raise NotFound(f"No signing identity {secret_name!r}. {_existing(keyring)}")
+    pair = KeyPair.from_seed(keyring.secrets.get_value(keyring.account_id, secret_name))
     if secret_name_for(pair.account_id) != secret_name:
         raise StorageError(f"Signing identity {secret_name!r} holds the key of another account; import it again.")
     return pair
@@ -226,17 +242,17 @@ def signing_names(definition: AgentDefinition) -> list[str]:
     return list(dict.fromkeys(k for k in (definition.signing_key, *definition.signing_keys) if k))
 
 
-def identities_of(harness: Harness, definition: AgentDefinition) -> list[Identity]:
+def identities_of(keyring: Keyring, definition: AgentDefinition) -> list[Identity]:
     """The identities an agent may sign as: those its definition names that exist, in the definition's order."""
     found: list[Identity] = []
     for name in signing_names(definition):
-        record = harness.secrets.find(harness.account_id, name)
+        record = keyring.secrets.find(keyring.account_id, name)
         if record is not None and record.kind == IDENTITY_KIND:
             found.append(_identity(record))
     return found
 
 
-def check_signing_keys(harness: Harness, definition: AgentDefinition) -> None:
+def check_signing_keys(keyring: Keyring, definition: AgentDefinition) -> None:
     """Every signing key a definition names must be an existing identity. Needs no master key.
 
     Raises:
@@ -245,14 +261,14 @@ def check_signing_keys(harness: Harness, definition: AgentDefinition) -> None:
     names = signing_names(definition)
     if not names:
         return
-    present = {i.name for i in identities_of(harness, definition)}
+    present = {i.name for i in identities_of(keyring, definition)}
     missing = [n for n in names if n not in present]
     if missing:
-        raise BadRequest(f"Signing key not found: {', '.join(missing)}. {_existing(harness)}")
+        raise BadRequest(f"Signing key not found: {', '.join(missing)}. {_existing(keyring)}")
 
 
-def _existing(harness: Harness) -> str:
-    identities = list_identities(harness)
+def _existing(keyring: Keyring) -> str:
+    identities = list_identities(keyring)
     if not identities:
         return f"There are no signing identities yet; create one with {_CREATE_HINT}."
     listed = ", ".join(f"{i.name} ({i.label}, {i.account_id})" for i in identities)
@@ -262,6 +278,7 @@ def _existing(harness: Harness) -> str:
 __all__ = [
     "IDENTITY_KIND",
     "Identity",
+    "Keyring",
     "check_signing_keys",
     "create_identity",
     "delete_identity",

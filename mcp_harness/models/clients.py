@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio.to_thread
 import httpx2
@@ -27,11 +27,18 @@ from mcp_harness.models.scripted import ScriptedClient
 from mcp_harness.models.wire import ModelClient, ProviderError, Sampler
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
+    from mcp_harness.models.providers import ProviderRegistry
+
+
+class Registered(Protocol):
+    """Where the provider registry is: its owner builds it on first use (that checks the config's providers)."""
+
+    @property
+    def providers(self) -> ProviderRegistry: ...
 
 
 def client_for(
-    harness: Harness,
+    host: Registered,
     provider_name: str,
     *,
     sampler: Sampler | None = None,
@@ -48,7 +55,7 @@ def client_for(
             provider, or an invalid script.
     """
     try:
-        provider = harness.providers.require(provider_name)
+        provider = host.providers.require(provider_name)
         wire = provider.kind.wire
         if wire == "scripted":
             if provider.file is None:
@@ -56,7 +63,7 @@ def client_for(
             return _scripted_from_file(provider.file, provider.name)
         if wire == "sampling":
             return SamplingClient(sampler, name=provider.name)
-        endpoint = harness.providers.endpoint(provider)
+        endpoint = host.providers.endpoint(provider)
     except BadRequest as exc:
         # A run fails on this without retrying: no attempt will find the provider or its key.
         raise ProviderError("config-error", exc.message) from exc
@@ -81,7 +88,7 @@ def client_for(
 
 
 async def open_client(
-    harness: Harness,
+    host: Registered,
     provider_name: str,
     *,
     sampler: Sampler | None = None,
@@ -89,7 +96,7 @@ async def open_client(
 ) -> ModelClient:
     """`client_for`, run off the event loop."""
     return await anyio.to_thread.run_sync(
-        functools.partial(client_for, harness, provider_name, sampler=sampler, http=http)
+        functools.partial(client_for, host, provider_name, sampler=sampler, http=http)
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,8 @@ from mcp_harness.models.catalog import KINDS, check_declaration, check_name, eff
 from mcp_harness.store.providers import ProviderRow, ProviderStore
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
+    from mcp_harness.config import Settings
+    from mcp_harness.store import AgentStore, Database
 
 logger = logging.getLogger(__name__)
 
@@ -34,16 +36,30 @@ MAX_KEY_BYTES = 16 * 1024
 class ProviderRegistry:
     """Every provider the account can name. Config declarations are checked once, here, and refused if invalid.
 
+    `vault` is called for the secret store only when a key is sealed, read or deleted: opening it loads the master
+    key, which listing providers or serving without secrets never needs.
+
     Raises:
         BadRequest: (on construction) a `[providers.<name>]` section breaks its type's rules.
     """
 
-    def __init__(self, harness: Harness) -> None:
-        self._harness = harness
-        self._store = ProviderStore(harness.db)
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        *,
+        agents: AgentStore,
+        vault: Callable[[], SecretVault],
+        account_id: str,
+    ) -> None:
+        self._db = db
+        self._agents = agents
+        self._vault = vault
+        self._account = account_id
+        self._store = ProviderStore(db)
         self._builtin = {t: Provider(name=t, type=t, base_url=None, source="builtin") for t in BUILTIN_TYPES}
         self._config: dict[str, Provider] = {}
-        for name, declared in harness.settings.providers.items():
+        for name, declared in settings.providers.items():
             where = f"Invalid configuration: [providers.{name}]"
             try:
                 check_name(name)
@@ -72,13 +88,6 @@ class ProviderRegistry:
                 file=file,
                 source="config",
             )
-
-    @property
-    def _account(self) -> str:
-        return self._harness.account_id
-
-    def _vault(self) -> SecretVault:
-        return self._harness.secrets
 
     # -- lookup ----------------------------------------------------------------------------------------------
 
@@ -182,7 +191,7 @@ class ProviderRegistry:
             model=model,
             options=options,
         )
-        with self._harness.db.transaction():
+        with self._db.transaction():
             # One atomic change: a refused row leaves no orphan secret, a failed seal leaves no keyless row.
             stored = self._store.insert(row)
             if key is not None:
@@ -196,7 +205,7 @@ class ProviderRegistry:
 
     def users(self, name: str) -> list[str]:
         """Names of the account's agents whose model provider is `name`."""
-        agents = self._harness.agents.list(self._account)
+        agents = self._agents.list(self._account)
         return sorted(a.definition.name for a in agents if a.definition.model_provider == name)
 
     def delete(self, name: str, *, force: bool = False) -> bool:
@@ -220,7 +229,7 @@ class ProviderRegistry:
                 f"{', '.join(users)}; point {'it' if len(users) == 1 else 'them'} elsewhere "
                 f"(`mcp-harness agent update NAME --model-provider P`) or pass --force to delete it anyway."
             )
-        with self._harness.db.transaction():
+        with self._db.transaction():
             self._store.delete(self._account, name)
             if row.options.get("ownsSecret") and row.api_key_secret:
                 self._vault().delete(self._account, row.api_key_secret)

@@ -1,4 +1,4 @@
-"""Resource listing, templates and reads, mapped onto the same domain functions the `read` verb uses.
+"""Resource listing, templates and reads, mapped onto the address spaces the `read` verb uses (spaces/registry.py).
 
 Resource reads are the client application looking, not the agent acting, so they are not logged as verb calls.
 """
@@ -6,20 +6,19 @@ Resource reads are the client application looking, not the agent acting, so they
 from __future__ import annotations
 
 import base64
-import json
 import re
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_harness.addresses import PLAN_URI, SELF_URI, parse_address, thread_uri, tool_uri
 from mcp_harness.addresses import memory_uri as memory_resource_uri
+from mcp_harness.addresses import parse_address, thread_uri, tool_uri
 from mcp_harness.errors import HarnessError
 from mcp_harness.harness import SessionBinding
 from mcp_harness.memory.paths import normalize_memory_path
-from mcp_harness.spaces import threads
-from mcp_harness.verbs import read as read_verb
+from mcp_harness.spaces.registry import read_space, resource_forms
+from mcp_harness.spaces.space import ResourceForm
 from mcp_harness.verbs.contracts import VERBS
 
 RESOURCE_NOT_FOUND = -32002
@@ -30,55 +29,23 @@ _CURSOR = re.compile(r"after:([A-Za-z0-9_-]+)")
 """A cursor names the last memory file of the page before, `after:` + its path in unpadded base64url: the walk of
 the tree resumes just after that path (memory/walk.py), so a page costs what it lists, not a walk of the tree."""
 
+
+def _fields(form: ResourceForm, uri_key: str) -> dict[str, str]:
+    """A form as MCP fields, only those it sets (an unset field stays unset on the wire)."""
+    fields = {"name": form.name, "title": form.title, uri_key: form.uri}
+    fields |= {"description": form.description, "mimeType": form.mime_type}
+    return {key: value for key, value in fields.items() if value is not None}
+
+
 RESOURCE_TEMPLATES = [
-    types.ResourceTemplate(
-        name="memory",
-        title="Memory file",
-        uri_template="harness://memory/{path}",
-        description="A file (or, with a trailing slash, a directory listing) in the agent's memory.",
-    ),
-    types.ResourceTemplate(
-        name="tool",
-        title="Tool contract",
-        uri_template="harness://tools/{name}",
-        description="A verb's full contract as markdown.",
-        mime_type="text/markdown",
-    ),
-    types.ResourceTemplate(
-        name="thread",
-        title="Conversation transcript",
-        uri_template="thread:{id}",
-        description="A session's last 200 events, each with its actor.",
-        mime_type="text/markdown",
-    ),
-    types.ResourceTemplate(
-        name="hypermedia",
-        title="Hypermedia document",
-        uri_template="hm://{account}/{path}",
-        description="A signed document on the embedded node as Seed markdown with block ids (also ?v=, #block, "
-        "and the /:directory, /:attributes, /:profile, /:comments views), or a comment hm://{author}/{tsid}.",
-        mime_type="text/markdown",
-    ),
+    types.ResourceTemplate.model_validate(_fields(f, "uriTemplate")) for f in resource_forms() if f.template
 ]
+KNOWN_RESOURCES = ", ".join(f.uri for f in sorted(resource_forms(), key=lambda f: not f.uri.startswith("harness://")))
+"""What an unknown resource's error names: the harness:// resources first, then the other schemes."""
 
 
 def _static(binding: SessionBinding) -> list[types.Resource]:
-    out = [
-        types.Resource(
-            name="self",
-            title="This agent",
-            uri=SELF_URI,
-            mime_type="text/markdown",
-            description="The agent's definition, grants and memory summary.",
-        ),
-        types.Resource(
-            name="plan",
-            title="This session's plan",
-            uri=PLAN_URI,
-            mime_type="text/markdown",
-            description="The checklist kept with the plan verb.",
-        ),
-    ]
+    out = [types.Resource.model_validate(_fields(f, "uri")) for f in resource_forms() if not f.template]
     out += [
         types.Resource(name=f"tool:{name}", title=f"{name} contract", uri=tool_uri(name), mime_type="text/markdown")
         for name in VERBS
@@ -156,54 +123,25 @@ def read_resource_sync(
 ) -> types.ReadResourceResult:
     """One resource's contents; a missing one is the era's not-found error (`not_found_code`) with `data.uri`."""
     address = parse_address(uri)
-    if address is None or address.kind not in ("memory", "self", "tools", "plan", "thread", "hm"):
+    space = read_space(address.kind) if address is not None else None
+    if address is None or space is None or space.resource_read is None or not space.reads(address):
         raise MCPError(
-            not_found_code(protocol_version),
-            f"Unknown resource {uri}. Resources: harness://memory/{{path}}, "
-            "harness://tools/{name}, harness://self, harness://plan, thread:{id}, hm://{account}/{path}.",
-            {"uri": uri},
+            not_found_code(protocol_version), f"Unknown resource {uri}. Resources: {KNOWN_RESOURCES}.", {"uri": uri}
         )
     try:
         ctx = binding.context_sync(create=False)
-        if address.kind == "memory" and not address.listing:
-            path = normalize_memory_path(address.rest)
-            file = ctx.services.memory(ctx.agent).read_file(path)
-            if file.text is None:
-                blob = base64.b64encode(file.data).decode("ascii")
-                return types.ReadResourceResult(
-                    contents=[types.BlobResourceContents(uri=uri, mime_type=file.entry.mime_type, blob=blob)]
-                )
-            mime = file.entry.mime_type or "text/plain"
-            return types.ReadResourceResult(
-                contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=file.text)]
-            )
-        match address.kind:
-            case "memory":
-                result = read_verb.read_memory(ctx, address, "json")
-            case "self":
-                result = read_verb.read_self(ctx, "markdown")
-            case "tools":
-                result = read_verb.read_tools(ctx, address, "markdown")
-            case "plan":
-                result = read_verb.read_plan(ctx, "markdown")
-            case "hm":
-                from mcp_harness.spaces.hm.read import read_hm
-
-                result = read_hm(ctx, address.rest, "markdown")
-            case _:
-                if address.listing:
-                    result = threads.list_threads(ctx, {}, "markdown")
-                else:
-                    result = threads.read_thread(ctx, address.rest, "markdown")
+        body = space.resource_read(ctx, address)
     except HarnessError as exc:
         code = not_found_code(protocol_version) if exc.status == 404 else types.INVALID_PARAMS
         raise MCPError(code, exc.message, {"uri": uri}) from None
-    is_json = address.kind == "memory"
-    text = json.dumps(result.data, indent=2) if is_json else result.text
-    if address.kind == "hm" and isinstance(result.data.get("markdown"), str):
-        text = result.data["markdown"]  # the document itself, as the client would save or show it
-    mime = "application/json" if is_json else "text/markdown"
-    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
+    if body.blob is not None:
+        blob = base64.b64encode(body.blob).decode("ascii")
+        return types.ReadResourceResult(
+            contents=[types.BlobResourceContents(uri=uri, mime_type=body.mime_type, blob=blob)]
+        )
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type=body.mime_type, text=body.text or "")]
+    )
 
 
 async def list_resources(binding: SessionBinding, cursor: str | None) -> types.ListResourcesResult:

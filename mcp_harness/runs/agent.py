@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from mcp_harness.callables.catalog import promoted_callables
+from mcp_harness.callables.registry import CALLABLES, callable_alias
 from mcp_harness.definition import AgentDefinition
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.models.wire import Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolSpec
@@ -33,12 +34,12 @@ from mcp_harness.runs.resolve import deliver, pending_spawns, reconcile_session,
 from mcp_harness.scope import Scope
 from mcp_harness.verbs import delegate as delegate_verb
 from mcp_harness.verbs.base import VerbContext, VerbResult
-from mcp_harness.verbs.contracts import CALLABLES, RETURN_RESULT_DESCRIPTION, VERBS, callable_alias
+from mcp_harness.verbs.contracts import RETURN_RESULT_DESCRIPTION, VERBS
 from mcp_harness.verbs.plan import TERMINAL
 from mcp_harness.verbs.schema_subset import value_errors
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
+    from mcp_harness.services import Services, Stores
     from mcp_harness.store.agents import AgentRecord
     from mcp_harness.store.runs import RunRecord
 
@@ -64,7 +65,7 @@ class Turn:
     """Obligations still open when a reply called no tools (computed with the reply's write: one trip)."""
 
 
-def effective_agent(harness: Harness, agent: AgentRecord, spec: dict[str, Any]) -> AgentRecord:
+def effective_agent(agent: AgentRecord, spec: dict[str, Any]) -> AgentRecord:
     """The agent as this run may act: `spec.prompt` replaces the prompt; `spec.tools` only narrows grants."""
     definition: AgentDefinition = agent.definition
     changes: dict[str, Any] = {}
@@ -79,31 +80,34 @@ def effective_agent(harness: Harness, agent: AgentRecord, spec: dict[str, Any]) 
     return dataclasses.replace(agent, definition=dataclasses.replace(definition, **changes))
 
 
-def spec_of(harness: Harness, run: RunRecord) -> dict[str, Any]:
+def spec_of(stores: Stores, run: RunRecord) -> dict[str, Any]:
     """The child spec: the run's own, else inherited from the run that created its session (HARNESS §6)."""
     spec = run.input.get("spec")
     if isinstance(spec, dict):
         return spec  # pyright: ignore[reportUnknownVariableType]
     if run.session_id:
-        session = harness.sessions.get(run.session_id)
+        session = stores.sessions.get(run.session_id)
         if session.run_id and session.run_id != run.id:
-            origin = harness.runs.find(session.run_id)
+            origin = stores.runs.find(session.run_id)
             if origin is not None and isinstance(origin.input.get("spec"), dict):
                 return origin.input["spec"]
     return {}
 
 
 class AgentExecutor:
-    """Executes `kind: agent` runs. Callable as the engine's executor."""
+    """Executes `kind: agent` runs. Callable as the engine's executor.
 
-    def __init__(self, harness: Harness) -> None:
-        self.harness = harness
+    It takes every service, not a part: the model's tool calls run as verbs, and a verb's context carries them all.
+    """
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
 
     async def __call__(self, run: RunRecord) -> Outcome:
         if run.session_id is None or run.agent_id is None:
             return Failed(code="config-error", message="An agent run needs a session and an agent.")
         try:
-            started = await self.harness.engine.offload(self._start, run)
+            started = await self.services.engine.offload(self._start, run)
         except HarnessError as exc:
             return Failed(code="config-error", message=exc.message)
         if started is None:
@@ -149,12 +153,12 @@ class AgentExecutor:
         return turn, client, first
 
     def _prepare(self, run: RunRecord) -> tuple[Turn, Any] | None:
-        h = self.harness
+        h = self.services
         assert run.session_id is not None and run.agent_id is not None
         if h.runs.get(run.id).status != "running":
             return None
         spec = spec_of(h, run)
-        agent = effective_agent(h, h.agents.get(run.agent_id), spec)
+        agent = effective_agent(h.agents.get(run.agent_id), spec)
         prompt = agent.definition.system_prompt
         if len(prompt.encode("utf-8")) > 64 * 1024:
             raise BadRequest("The system prompt is over 64 KiB.")
@@ -165,12 +169,12 @@ class AgentExecutor:
     def _client(self, turn: Turn) -> Any:
         from mcp_harness.models.clients import client_for
 
-        return client_for(self.harness, turn.agent.definition.model_provider, sampler=self.harness.sampler)
+        return client_for(self.services, turn.agent.definition.model_provider, sampler=self.services.sampler)
 
     # -- the model conversation ---------------------------------------------------------------------------------
 
     def _request(self, turn: Turn) -> ModelRequest:
-        h = self.harness
+        h = self.services
         run, agent = turn.run, turn.agent
         assert run.session_id is not None
         events = h.sessions.events(run.session_id)
@@ -202,7 +206,7 @@ class AgentExecutor:
     ) -> Outcome | None:
         """Model replies and their tool calls until a reply calls nothing; None when the turn ended normally.
         `first` is the first request when `_start` already built it."""
-        engine = self.harness.engine
+        engine = self.services.engine
         while True:
             if first is None:
                 request = await engine.offload(self._request, turn)
@@ -258,7 +262,7 @@ class AgentExecutor:
         A reply that calls nothing, with nothing owed, ends the run: its success commits in the same transaction
         (`RunEngine.settle_now`), and with it the result's delivery to the parent (`settled`), so the run's last
         write is its terminal commit and a crash cannot land between the two."""
-        h = self.harness
+        h = self.services
         run = turn.run
         assert run.session_id is not None
         usage = response.usage.to_json()
@@ -280,12 +284,12 @@ class AgentExecutor:
     def settled(self, run: RunRecord) -> None:
         """The engine's terminal effects (see `Executor`): in the terminal commit's own transaction, settle the
         parent's plan step and deliver the result to the parent, requeueing it when this was its last child."""
-        settle_plan_step(self.harness, run)
-        deliver(self.harness, run)
+        settle_plan_step(self.services, run)
+        deliver(self.services, run)
 
     def _park_unless_answered(self, turn: Turn, call_ids: list[str]) -> bool:
         """Park on the children in one transaction with the check, so a child finishing right now is never lost."""
-        h = self.harness
+        h = self.services
         assert turn.run.session_id is not None
         with h.db.transaction():
             answered = h.sessions.answered_calls(turn.run.session_id, call_ids)
@@ -301,7 +305,7 @@ class AgentExecutor:
 
         The verbs run on the worker pool, never on the engine's store lane: a read may fetch and a call may execute
         for seconds."""
-        h = self.harness
+        h = self.services
         run = turn.run
         assert run.session_id is not None
         ctx = VerbContext(
@@ -335,7 +339,7 @@ class AgentExecutor:
         refused call rolls back alone and logs its error). Returns the calls that spawned an awaited child, and,
         when `park_on` is given (the calls of this reply spawned before these), whether the run parked on all of
         them in the same transaction (None when it did not try)."""
-        with self.harness.db.transaction():
+        with self.services.db.transaction():
             spawned = [call.id for call in calls if self._delegate(turn, call)]
             pending = [*(park_on or []), *spawned]
             if park_on is None or not pending:
@@ -344,7 +348,7 @@ class AgentExecutor:
 
     def _delegate(self, turn: Turn, call: ToolCall) -> bool:
         """One delegate call: True when it spawned an awaited child."""
-        h = self.harness
+        h = self.services
         run = turn.run
         assert run.session_id is not None
         arguments = call.arguments
@@ -425,12 +429,12 @@ class AgentExecutor:
             assert result is not None
             outcome["output"] = result.data
         call_event = {"type": "tool_call", "id": call.id, "name": call.name, "input": call.arguments}
-        self.harness.sessions.append_many(session_id, [(call_event, "agent"), (outcome, "agent")])
+        self.services.sessions.append_many(session_id, [(call_event, "agent"), (outcome, "agent")])
 
     # -- obligations ------------------------------------------------------------------------------------------
 
     def _owed(self, turn: Turn) -> list[dict[str, Any]]:
-        h = self.harness
+        h = self.services
         run = turn.run
         assert run.session_id is not None
         owed: list[dict[str, Any]] = []
@@ -447,7 +451,7 @@ class AgentExecutor:
     async def _system_message(self, turn: Turn, text: str) -> None:
         assert turn.run.session_id is not None
         event = {"type": "message", "role": "user", "content": text}
-        await self.harness.engine.offload(self.harness.sessions.append, turn.run.session_id, event, "system")
+        await self.services.engine.offload(self.services.sessions.append, turn.run.session_id, event, "system")
 
     def _success(self, turn: Turn) -> Outcome:
         if turn.delivered:

@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mcp_harness.services import Hosting, Keys, Memories, Stores
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
     from mcp_harness.store.agents import AgentRecord
 
 SPACE_INDEX_BUDGET = 2048
 MAX_CONTINUATIONS = 3
+
+
+class PromptHost(Stores, Memories, Hosting, Keys, Protocol):
+    """What the system prompt is built from: the agent's callable tools (its grants on this host), its memory's top
+    level, the hypermedia documents its prompt embeds, and the identities it may sign as."""
+
 
 RUNTIME_PROMPT = """You are an agent running inside mcp-harness. The current time is {now}.
 You act through five verbs: read and write reach addresses (~/memory/<path> is your persistent memory, ~/self \
@@ -29,13 +36,13 @@ def escape_framing(text: str) -> str:
     return text.replace("<", "\\u003c")
 
 
-def space_index(harness: Harness, agent: AgentRecord) -> str:
+def space_index(host: PromptHost, agent: AgentRecord) -> str:
     """`<space>`: the callable tools with summaries and the memory top level, within 2,048 characters."""
     from mcp_harness.callables.catalog import visible_documents
 
-    records = visible_documents(harness, agent)
+    records = visible_documents(host, agent)
     tool_lines = [f"- {r.name} — {r.document.summary}{' (authored)' if r.kind == 'lambda' else ''}" for r in records]
-    page = harness.memory(agent).page_dir("", None, 12)  # stats a dozen entries, however large the root is
+    page = host.memory(agent).page_dir("", None, 12)  # stats a dozen entries, however large the root is
     # A name is whatever code in the sandbox made it: escaped, so it cannot forge the framing around it.
     entries = [escape_framing(e.path) + (f"/({e.entry_count})" if e.type == "dir" else "") for e in page.entries]
     shown = " · ".join(entries) + (" · …" if page.next_after is not None else "")
@@ -57,15 +64,15 @@ def space_index(harness: Harness, agent: AgentRecord) -> str:
     )
 
 
-def system_prompt(harness: Harness, agent: AgentRecord, base_prompt: str) -> str:
+def system_prompt(host: PromptHost, agent: AgentRecord, base_prompt: str) -> str:
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    base_prompt = _with_embeds(harness, agent, base_prompt)
-    prompt = f"{base_prompt}\n\n{RUNTIME_PROMPT.format(now=now)}\n\n{space_index(harness, agent)}"
-    identities = signing_identities(harness, agent)
+    base_prompt = _with_embeds(host, agent, base_prompt)
+    prompt = f"{base_prompt}\n\n{RUNTIME_PROMPT.format(now=now)}\n\n{space_index(host, agent)}"
+    identities = signing_identities(host, agent)
     return f"{prompt}\n\n{identities}" if identities else prompt
 
 
-def _with_embeds(harness: Harness, agent: AgentRecord, base_prompt: str) -> str:
+def _with_embeds(host: PromptHost, agent: AgentRecord, base_prompt: str) -> str:
     """The agent's own prompt with its embedded hypermedia documents inlined, two levels deep (HARNESS §2): a prompt
     can embed a shared style guide and stay current with it. A child's replacement prompt is used as given."""
     definition = agent.definition
@@ -79,7 +86,7 @@ def _with_embeds(harness: Harness, agent: AgentRecord, base_prompt: str) -> str:
     from mcp_harness.hypermedia.markdown import render_markdown
     from mcp_harness.spaces.hm.read import resolve_embeds
 
-    resolved = resolve_embeds(harness.hypermedia, tree, 2)
+    resolved = resolve_embeds(host.hypermedia, tree, 2)
     return render_markdown(resolved, None, block_ids=False, frontmatter=False).strip() or base_prompt
 
 
@@ -89,14 +96,14 @@ options.action "update" revises a document, "comment" comments on one), and read
 Pick an identity with options.signer (its name or publicKey) when the address does not already say which."""
 
 
-def signing_identities(harness: Harness, agent: AgentRecord) -> str | None:
+def signing_identities(host: PromptHost, agent: AgentRecord) -> str | None:
     """`<available_signing_identities>` (HARNESS §2): who this agent can sign as, and how to publish."""
     definition = agent.definition
     if not (definition.signing_key or definition.signing_keys):
         return None
     from mcp_harness.identity.identities import identities_of
 
-    identities = identities_of(harness, definition)
+    identities = identities_of(host, definition)
     if not identities:
         return None
     listing = json.dumps([{"name": i.label or i.name, "publicKey": i.account_id} for i in identities])

@@ -10,15 +10,15 @@ engine claims anything (`answer_orphaned`), and before a turn its session's left
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from mcp_harness.runs.outcomes import INTERRUPTED
+from mcp_harness.services import Runs, Stores
 from mcp_harness.store import instances
 from mcp_harness.verbs.delegate import result_of
 from mcp_harness.verbs.plan import mark_done_by_runtime, settle
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
     from mcp_harness.store.open_calls import OpenCall
     from mcp_harness.store.runs import RunRecord
 
@@ -32,185 +32,189 @@ LATE_NOTICE = (
 )
 
 
-def _unanswered_calls(harness: Harness, session_id: str) -> list[OpenCall]:
+class RunHost(Stores, Runs, Protocol):
+    """The stores and the run engine: all that delivering a result, waking a parent or answering a call touches."""
+
+
+def _unanswered_calls(host: RunHost, session_id: str) -> list[OpenCall]:
     """Non-user tool calls of the session without a result, in order."""
-    return [call for call in harness.sessions.open_calls(session_id) if call.actor != "user"]
+    return [call for call in host.sessions.open_calls(session_id) if call.actor != "user"]
 
 
-def parent_session_of(harness: Harness, child: RunRecord) -> str | None:
+def parent_session_of(host: RunHost, child: RunRecord) -> str | None:
     """The session whose delegate call a child answers: its own session's parent, or, for a script child (which
     has no session), the `parentSessionId` recorded when it was spawned."""
     if child.session_id is not None:
-        return harness.sessions.get(child.session_id).parent_session_id
+        return host.sessions.get(child.session_id).parent_session_id
     recorded = child.input.get("parentSessionId")
     return recorded if isinstance(recorded, str) else None
 
 
-def _child_for(harness: Harness, session_id: str, call_id: str) -> RunRecord | None:
-    with harness.db.reading() as conn:
+def _child_for(host: RunHost, session_id: str, call_id: str) -> RunRecord | None:
+    with host.db.reading() as conn:
         row = conn.execute(
             "SELECT r.id FROM runs r LEFT JOIN sessions s ON s.id = r.session_id WHERE r.parent_tool_call_id = ? "
             "AND (s.parent_session_id = ? OR r.session_id IS NULL) ORDER BY r.created_at DESC LIMIT 1",
             (call_id, session_id),
         ).fetchone()
-    child = None if row is None else harness.runs.find(row[0])
+    child = None if row is None else host.runs.find(row[0])
     if child is not None and child.session_id is None and child.input.get("parentSessionId") != session_id:
         return None
     return child
 
 
-def _wake_script_parent(harness: Harness, child: RunRecord) -> str | None:
+def _wake_script_parent(host: RunHost, child: RunRecord) -> str | None:
     """A script's model child answers no transcript call: its end requeues the script parked on it, which then
     replays and finds the result on the child's row. Returns the parent run id when it was requeued."""
     if child.parent_run_id is None:
         return None
-    with harness.db.transaction():
-        parent = harness.runs.find(child.parent_run_id)
+    with host.db.transaction():
+        parent = host.runs.find(child.parent_run_id)
         if parent is None or parent.kind != "workflow" or parent.status != "waiting":
             return None
         waiting_on: list[str] = (parent.wait or {}).get("childRunIds") or []
         if child.id not in waiting_on:
             return None
-        others = (harness.runs.find(rid) for rid in waiting_on if rid != child.id)
+        others = (host.runs.find(rid) for rid in waiting_on if rid != child.id)
         if any(other is not None and other.status not in TERMINAL for other in others):
             return None  # a parallel block parks on all its children: the last of them wakes it
-        harness.runs.requeue(parent.id)
+        host.runs.requeue(parent.id)
         return parent.id
 
 
-def pending_spawns(harness: Harness, session_id: str) -> set[str]:
+def pending_spawns(host: RunHost, session_id: str) -> set[str]:
     """Delegate calls on the session whose child is still live."""
     pending: set[str] = set()
-    for call in _unanswered_calls(harness, session_id):
+    for call in _unanswered_calls(host, session_id):
         if call.name == "delegate":
-            child = _child_for(harness, session_id, call.call_id)
+            child = _child_for(host, session_id, call.call_id)
             if child is not None and child.status in LIVE:
                 pending.add(call.call_id)
     return pending
 
 
-def reconcile_session(harness: Harness, session_id: str, *, interrupted_text: str = INTERRUPTED) -> None:
+def reconcile_session(host: RunHost, session_id: str, *, interrupted_text: str = INTERRUPTED) -> None:
     """Before a turn: deliver children that finished unheard, and answer calls a restart interrupted. A call
     another live process opened (a client bound to this session there) is still running: it is left alone."""
-    calls = _unanswered_calls(harness, session_id)
-    mine = harness.db.instance_id
+    calls = _unanswered_calls(host, session_id)
+    mine = host.db.instance_id
     others = {c.instance_id for c in calls if c.instance_id is not None and c.instance_id != mine}
     if others:
-        with harness.db.reading() as conn:
+        with host.db.reading() as conn:
             working = instances.alive(conn, others)
         calls = [c for c in calls if c.instance_id not in working]
     for call in calls:
-        _answer(harness, call, interrupted_text)
+        _answer(host, call, interrupted_text)
 
 
-def answer_orphaned(harness: Harness, live: frozenset[str]) -> None:
+def answer_orphaned(host: RunHost, live: frozenset[str]) -> None:
     """The boot hook (`RunEngine.serve(at_boot=…)`): in the boot sweep's transaction, before anything is claimed,
     every call in every session that an instance now gone left open gets its answer, once, from `system` — a
     finished child's result, else the interrupted error — unless a run will still answer it: a delegate (model,
     task or script child) whose child run is live. Reads only the open calls, never the logs. Blocking."""
-    for call in harness.sessions.orphaned_calls(live):
+    for call in host.sessions.orphaned_calls(live):
         try:
-            with harness.db.transaction():  # a savepoint: one call that cannot be answered leaves the others be
-                _answer(harness, call, INTERRUPTED)
+            with host.db.transaction():  # a savepoint: one call that cannot be answered leaves the others be
+                _answer(host, call, INTERRUPTED)
         except Exception:
             logger.exception("answering call %s of session %s at boot failed", call.call_id, call.session_id)
 
 
-def _answer(harness: Harness, call: OpenCall, interrupted_text: str) -> None:
+def _answer(host: RunHost, call: OpenCall, interrupted_text: str) -> None:
     if call.name == "delegate":
-        child = _child_for(harness, call.session_id, call.call_id)
+        child = _child_for(host, call.session_id, call.call_id)
         if child is not None and child.status in LIVE:
             return
         if child is not None:
-            deliver(harness, child)
+            deliver(host, child)
             return
     event = {"type": "tool_result", "toolCallId": call.call_id, "name": call.name, "error": interrupted_text}
-    with harness.db.transaction():
-        if call.call_id not in harness.sessions.answered_calls(call.session_id, [call.call_id]):
-            harness.sessions.append(call.session_id, event, "system")
+    with host.db.transaction():
+        if call.call_id not in host.sessions.answered_calls(call.session_id, [call.call_id]):
+            host.sessions.append(call.session_id, event, "system")
 
 
-def deliver(harness: Harness, child: RunRecord) -> str | None:
+def deliver(host: RunHost, child: RunRecord) -> str | None:
     """Append the child's result on the parent's session (once) and requeue the parent if it was waiting on its
     last child. Returns the parent run id when it was requeued. Blocking; one transaction."""
     if child.parent_tool_call_id is None:
-        return _wake_script_parent(harness, child)
-    if child.parent_run_id is None and child.id in harness.awaited_children:
+        return _wake_script_parent(host, child)
+    if child.parent_run_id is None and child.id in host.awaited_children:
         return None  # an MCP client's delegate call in this process is waiting and writes its own result
-    with harness.db.transaction():
-        parent_session = parent_session_of(harness, child)
+    with host.db.transaction():
+        parent_session = parent_session_of(host, child)
         if parent_session is None:
             return None
         call_id = child.parent_tool_call_id
-        parent = harness.runs.find(child.parent_run_id) if child.parent_run_id is not None else None
+        parent = host.runs.find(child.parent_run_id) if child.parent_run_id is not None else None
         waiting_on: list[str] = []
         if parent is not None and parent.status == "waiting":
             waiting_on = (parent.wait or {}).get("toolCallIds") or []
         # One scan of the parent's results answers both questions: is this call answered, and, once it is, are all
         # the calls the parent waits on?
-        answered = harness.sessions.answered_calls(parent_session, [call_id, *waiting_on])
+        answered = host.sessions.answered_calls(parent_session, [call_id, *waiting_on])
         if call_id in answered:
             if child.status == "succeeded" and child.session_id is not None:
                 late = {"type": "message", "role": "user", "content": LATE_NOTICE}
-                harness.sessions.append(child.session_id, late, "system")
+                host.sessions.append(child.session_id, late, "system")
             return None
         event = {"type": "tool_result", "toolCallId": call_id, "name": "delegate", "output": result_of(child)}
-        harness.sessions.append(parent_session, event, "system")
+        host.sessions.append(parent_session, event, "system")
         if child.parent_run_id is None:
             return None  # a client's delegate whose caller is gone (a restart): the result is on record for it
         if parent is None or parent.status != "waiting":
             return None
         if set(waiting_on) <= answered | {call_id}:
-            harness.runs.requeue(parent.id)
+            host.runs.requeue(parent.id)
             return parent.id
     return None
 
 
-def settle_plan_step(harness: Harness, child: RunRecord) -> None:
+def settle_plan_step(host: RunHost, child: RunRecord) -> None:
     """When all children attached to a running plan step succeeded, the runtime marks it done (never failed)."""
     step_id = child.input.get("planStepId")
     if child.status != "succeeded" or not step_id or child.parent_run_id is None:
         return
-    parent = harness.runs.find(child.parent_run_id)
+    parent = host.runs.find(child.parent_run_id)
     if parent is not None and parent.kind == "workflow":
         return  # a script's model child: its step belongs to the script's plan, which ctx.step closes
-    parent_session = parent_session_of(harness, child)
+    parent_session = parent_session_of(host, child)
     if parent_session is None:
         return
-    with harness.db.transaction():
-        siblings = [c for c in harness.runs.children(child.parent_run_id) if c.input.get("planStepId") == step_id]
+    with host.db.transaction():
+        siblings = [c for c in host.runs.children(child.parent_run_id) if c.input.get("planStepId") == step_id]
         if not siblings or any(c.status != "succeeded" for c in siblings):
             return
-        plan = harness.sessions.get_plan(parent_session)
+        plan = host.sessions.get_plan(parent_session)
         if plan is None:
             return
         marked = mark_done_by_runtime(plan, step_id)
         if marked is not None:
-            harness.sessions.set_plan(parent_session, settle(plan, marked, plan.get("ownerRunId")))
+            host.sessions.set_plan(parent_session, settle(plan, marked, plan.get("ownerRunId")))
 
 
-async def on_finalized(harness: Harness, run: RunRecord) -> None:
+async def on_finalized(host: RunHost, run: RunRecord) -> None:
     """Engine hook: a run reached a terminal status.
 
     Agent runs need nothing here: their executor settles the plan step and delivers in the terminal commit's own
     transaction (`AgentExecutor.settled`). This covers runs of a kind whose executor does not."""
-    if harness.engine.applies_terminal_effects(run.kind):
+    if host.engine.applies_terminal_effects(run.kind):
         return
 
     def settle_and_deliver() -> str | None:
-        settle_plan_step(harness, run)
-        return deliver(harness, run)
+        settle_plan_step(host, run)
+        return deliver(host, run)
 
     try:
-        requeued = await harness.engine.offload(settle_and_deliver)
+        requeued = await host.engine.offload(settle_and_deliver)
     except Exception:
         logger.exception("delivering the result of run %s failed; the boot reconciliation will retry", run.id)
         return
     if requeued is not None:
-        harness.engine.wake()
+        host.engine.wake()
 
 
-async def reconcile_at_boot(harness: Harness) -> None:
+async def reconcile_at_boot(host: RunHost) -> None:
     """After the boot sweep: deliver children that finished while their parents' delivery was cut short.
 
     Only children whose call is still open: one already answered needs nothing (delivering it again would only
@@ -220,21 +224,21 @@ async def reconcile_at_boot(harness: Harness) -> None:
     def owed(child: RunRecord) -> bool:
         if child.parent_tool_call_id is None:
             return True  # a script's model child: its end wakes the script, which answers no call
-        parent_session = parent_session_of(harness, child)
-        return parent_session is not None and not harness.sessions.answered_calls(
+        parent_session = parent_session_of(host, child)
+        return parent_session is not None and not host.sessions.answered_calls(
             parent_session, [child.parent_tool_call_id]
         )
 
     def work() -> list[str]:
         requeued: list[str] = []
-        for parent in harness.runs.waiting_on_children():
-            for child in harness.runs.children(parent.id):
+        for parent in host.runs.waiting_on_children():
+            for child in host.runs.children(parent.id):
                 if child.status in TERMINAL and owed(child):
-                    rid = deliver(harness, child)
+                    rid = deliver(host, child)
                     if rid:
                         requeued.append(rid)
         # Children of MCP clients' delegate calls that ended while the server was down or just before it died.
-        with harness.db.reading() as conn:
+        with host.db.reading() as conn:
             orphans = [
                 row[0]
                 for row in conn.execute(
@@ -244,10 +248,10 @@ async def reconcile_at_boot(harness: Harness) -> None:
                 )
             ]
         for run_id in orphans:
-            child = harness.runs.find(run_id)
+            child = host.runs.find(run_id)
             if child is not None:
-                deliver(harness, child)
+                deliver(host, child)
         return requeued
 
-    if await harness.engine.offload(work):
-        harness.engine.wake()
+    if await host.engine.offload(work):
+        host.engine.wake()

@@ -24,7 +24,7 @@ from mcp_harness.runs.script_ops import ScriptOps
 from mcp_harness.sandbox import monty
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
+    from mcp_harness.services import Services
     from mcp_harness.store.runs import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -39,14 +39,14 @@ class ScriptExecutor:
     fuel_s: float = monty.FUEL_S
     """Pure compute per slice; tests shrink it."""
 
-    def __init__(self, harness: Harness) -> None:
-        self.harness = harness
-        self.ops = ScriptOps(harness)
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.ops = ScriptOps(services)
 
     # -- the engine's interface ------------------------------------------------------------------------------
 
     async def __call__(self, run: RunRecord) -> Outcome:
-        h = self.harness
+        h = self.services
         if not run.source_text:
             return Failed(code="config-error", message="This script run has no source.")
         if run.agent_id is None:
@@ -82,14 +82,14 @@ class ScriptExecutor:
                 elif status == "pending":
                     status = "skipped"
                 steps.append({**step, "status": status})  # pyright: ignore[reportUnknownArgumentType]
-            self.harness.runs.set_plan(run.id, {**plan, "steps": steps})  # pyright: ignore[reportUnknownArgumentType]
-        settle_plan_step(self.harness, run)
-        deliver(self.harness, run)
+            self.services.runs.set_plan(run.id, {**plan, "steps": steps})  # pyright: ignore[reportUnknownArgumentType]
+        settle_plan_step(self.services, run)
+        deliver(self.services, run)
 
     # -- set-up and tear-down --------------------------------------------------------------------------------
 
     def _prepare(self, run: RunRecord) -> Execution | None:
-        h = self.harness
+        h = self.services
         assert run.agent_id is not None
         if h.runs.get(run.id).status != "running":
             return None
@@ -99,9 +99,9 @@ class ScriptExecutor:
     async def _cancel_working(self, ex: Execution) -> None:
         """A script that ends while children of a parallel block still work (a failure mid-block) stops them."""
         for child_id in ex.waiting_on:
-            child = await self.harness.engine.offload(self.harness.runs.get, child_id)
+            child = await self.services.engine.offload(self.services.runs.get, child_id)
             if child.status not in TERMINAL:
-                await self.harness.engine.cancel(child_id)
+                await self.services.engine.cancel(child_id)
 
     # -- the interpreter loop --------------------------------------------------------------------------------
 

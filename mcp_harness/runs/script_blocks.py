@@ -8,15 +8,26 @@ the same time, and the execution after their ends replays the thunks with their 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_harness.runs.outcomes import Parked
 from mcp_harness.runs.script_journal import Answer, Execution, Frame, Replay, Stop, key_json
 
 if TYPE_CHECKING:
-    from mcp_harness.runs.script_ops import ScriptOps
+    from mcp_harness.runs.resolve import RunHost
 
 STATUSES = ("pending", "running", "done", "failed", "skipped")
+
+
+class ScriptOps(Protocol):
+    """The part of `script_ops.ScriptOps` the blocks use: declared here, so this module does not import the one
+    that dispatches to it."""
+
+    @property
+    def services(self) -> RunHost: ...
+    def error(self, ex: Execution, code: str, message: str, **extra: Any) -> Answer: ...
+    def pend(self, ex: Execution) -> Answer: ...
+    def park_unless_done(self, ex: Execution, child_ids: list[str]) -> list[str]: ...
 
 
 async def parallel(ops: ScriptOps, ex: Execution, args: list[Any]) -> Answer:
@@ -47,7 +58,7 @@ async def parallel(ops: ScriptOps, ex: Execution, args: list[Any]) -> Answer:
         return {"ok": True, "value": marks[: len(failed)] if failed else marks}
     if ex.frames:
         return ops.pend(ex)  # a nested block waits: so does the thunk of the block around it
-    working = await ops.harness.engine.offload(ops.park_unless_done, ex, ex.waiting_on)
+    working = await ops.services.engine.offload(ops.park_unless_done, ex, ex.waiting_on)
     if working:
         raise Stop(Parked({"reason": "children", "childRunIds": working}))
     raise Replay()  # all of them ended meanwhile: replay now and find every result
@@ -83,7 +94,7 @@ async def _journal_step(
     entry = {"callSeq": ex.journal.new_seq(), "kind": "step", "key": key, "stepId": step_id, "label": label}
     entry.update(phase=phase, **extra)
     ex.journal.admit([entry])
-    h = ops.harness
+    h = ops.services
 
     def write() -> None:
         with h.db.transaction():
@@ -122,7 +133,7 @@ async def plan(ops: ScriptOps, ex: Execution, steps: Any, title: Any) -> Answer:
     if ex.journal.take(key) is None:
         entry = {"callSeq": ex.journal.new_seq(), "kind": "plan", "key": key, "plan": new_plan}
         ex.journal.admit([entry])
-        h = ops.harness
+        h = ops.services
 
         def write() -> None:
             with h.db.transaction():

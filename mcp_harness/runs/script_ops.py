@@ -18,16 +18,16 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mcp_harness.callables.registry import callable_alias
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.runs.outcomes import INTERRUPTED, Parked
 from mcp_harness.runs.script_journal import TERMINAL, Answer, Execution, Stop, child_result, json_safe, key_json
 from mcp_harness.runs.script_tools import run_tool
 from mcp_harness.store._util import now_ms
 from mcp_harness.verbs import delegate as delegate_verb
-from mcp_harness.verbs.contracts import callable_alias
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
+    from mcp_harness.services import Services
     from mcp_harness.store.runs import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -37,10 +37,11 @@ INTERRUPTED_RESULT: dict[str, Any] = {"status": "error", "error": {"code": "inte
 
 
 class ScriptOps:
-    """Answers one execution's ctx operations."""
+    """Answers one execution's ctx operations. It takes every service, not a part: `ctx.call` runs verbs, and a
+    verb's context carries them all."""
 
-    def __init__(self, harness: Harness) -> None:
-        self.harness = harness
+    def __init__(self, services: Services) -> None:
+        self.services = services
 
     # -- plumbing --------------------------------------------------------------------------------------------
 
@@ -64,7 +65,7 @@ class ScriptOps:
 
     async def append(self, ex: Execution, entries: list[dict[str, Any]]) -> None:
         ex.journal.admit(entries)
-        await self.harness.engine.offload(self.harness.runs.append_journal, ex.run.id, entries)
+        await self.services.engine.offload(self.services.runs.append_journal, ex.run.id, entries)
 
     # -- dispatch --------------------------------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ class ScriptOps:
             seq = ex.journal.new_seq()
             call = {"callSeq": seq, "kind": "call", "key": key, "op": "tool", "tool": name, "input": tool_input}
             await self.append(ex, [call])
-            result = await run_tool(self.harness, ex, name, tool_input or {})  # pyright: ignore[reportUnknownArgumentType]
+            result = await run_tool(self.services, ex, name, tool_input or {})  # pyright: ignore[reportUnknownArgumentType]
         await self.append(ex, [{"callSeq": seq, "kind": "result", "key": key, **result}])
         return self.answer(ex, result, tool=name, callSeq=seq)
 
@@ -143,7 +144,7 @@ class ScriptOps:
 
     async def delegate(self, ex: Execution, raw: Any) -> Answer:
         """`ctx.delegate(spec)`: a model child; resolves to its output, or raises with its error code."""
-        h = self.harness
+        h = self.services
         try:
             spec = delegate_verb.normalize_spec(raw if isinstance(raw, dict) else {})  # pyright: ignore[reportUnknownArgumentType]
         except BadRequest as exc:
@@ -183,7 +184,7 @@ class ScriptOps:
 
     def _spawn(self, ex: Execution, spec: dict[str, Any], entry: dict[str, Any]) -> str:
         """Spawn the model child and journal the call with its run id, in one transaction. Blocking."""
-        h = self.harness
+        h = self.services
         run = ex.run
         parent_session = run.input.get("parentSessionId")
         if not isinstance(parent_session, str):
@@ -210,7 +211,7 @@ class ScriptOps:
     def park_unless_done(self, ex: Execution, child_ids: list[str]) -> list[str]:
         """The children still working; when there are any, park on them in the same transaction (so an end cannot
         slip by between the check and the park). Blocking."""
-        h = self.harness
+        h = self.services
         with h.db.transaction():
             working = [rid for rid in child_ids if h.runs.get(rid).status not in TERMINAL]
             if working:

@@ -18,6 +18,11 @@ _LATER: dict[str, str] = {
 }
 
 
+WRITABLE_LATER = frozenset({"triggers", "ipfs"})
+"""Address kinds no space serves yet that later builds write: a write to one (not a listing) gets `not_in_this_build`;
+any other write address this build does not serve is unrecognized."""
+
+
 def not_in_this_build(kind: str, supported: str) -> BadRequest:
     """The error for a form this build does not serve yet, naming what it does serve."""
     what = _LATER.get(kind, kind)

@@ -1,4 +1,5 @@
-"""`read ~/memory/…` (HARNESS §3, §12): a file a page at a time, a directory a page of entries at a time.
+"""The `~/memory/…` space (HARNESS §3, §12). A read gives a file a page at a time, a directory a page of entries at a
+time; a write replaces a whole file atomically, deletes, or downloads a URL into the path.
 
 A file page is at most 200 KiB of UTF-8, as a web read's is, picked with `options.offset` / `options.length` in
 characters (so a page never splits a character); a listing page is at most `options.limit` entries, continued with
@@ -15,12 +16,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from mcp_harness.addresses import Address
 from mcp_harness.errors import BadRequest, HarnessError, NotFound
 from mcp_harness.memory.entries import MemoryEntry
 from mcp_harness.memory.paths import normalize_memory_path
+from mcp_harness.spaces.space import ResourceBody, ResourceForm, Space
 from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_options
 
 MAX_PAGE_BYTES = 200 * 1024
@@ -30,6 +33,7 @@ INLINE_BYTES = 16 * 1024
 """Pages up to this size are in both `data` and the text block; larger ones in the text block only."""
 FILE_OPTIONS = ("offset", "length")
 LISTING_OPTIONS = ("cursor", "limit")
+WRITE_OPTIONS = ("delete", "fromUrl", "fromAttachment")
 DEFAULT_LISTING_LIMIT = 100
 MAX_LISTING_LIMIT = 500
 
@@ -42,8 +46,7 @@ _BACKSLASH_HINT = (
 _UNADDRESSABLE_NOTE = "not addressable: rename it with call execute"
 
 
-def read_memory(ctx: VerbContext, address: Address, fmt: str, options: dict[str, Any] | None = None) -> VerbResult:
-    options = options or {}
+def read_memory(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: str) -> VerbResult:
     memory = ctx.services.memory(ctx.agent)
     path = normalize_memory_path(address.rest, allow_root=True)
     if address.listing or path == "":
@@ -205,3 +208,100 @@ def _line(e: MemoryEntry) -> str:
     else:
         text = f"- {e.path} ({e.size} bytes"
     return text + ("" if e.addressable else f"; {_UNADDRESSABLE_NOTE}") + ")"
+
+
+def write_memory(
+    ctx: VerbContext, address: Address, content: object, options: dict[str, Any], dry_run: bool
+) -> VerbResult:
+    """Replace a whole file atomically, delete a file or tree, or download a URL into the path (HARNESS §12)."""
+    refuse_unknown_options("write ~/memory", options, WRITE_OPTIONS)
+    if "fromUrl" in options:
+        if content is not None or len(options) > 1:
+            raise BadRequest("write ~/memory with fromUrl takes no content and no other option.")
+        # Imported here: the guarded HTTP client is loaded by the first download, not by every write.
+        from mcp_harness.web.download import download_to_memory
+
+        return VerbResult.of(download_to_memory(ctx.services, ctx.agent, address.rest, options["fromUrl"]))
+    path = normalize_memory_path(address.rest)
+    memory = ctx.services.memory(ctx.agent)
+    if "delete" in options:
+        if not isinstance(options["delete"], bool):
+            raise BadRequest("write ~/memory option delete must be true (or left out).")
+        if options["delete"]:
+            deleted = memory.delete(path)
+            summary = f"Deleted {path}." if deleted else f"Nothing existed at {path}."
+            return VerbResult.of({"summary": summary, "path": path, "deleted": deleted})
+    if "fromAttachment" in options:
+        raise BadRequest(
+            "write ~/memory option fromAttachment is not available in this build of mcp-harness. "
+            "Supported here: content, or options {delete: true} / {fromUrl}."
+        )
+    if not isinstance(content, str):
+        raise BadRequest(
+            "write to ~/memory requires content (or options.delete / options.fromUrl / options.fromAttachment)."
+        )
+    try:
+        data_bytes = content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest("content is not valid Unicode text (it holds a lone surrogate); send valid UTF-8.") from None
+    entry = memory.write_file(path, data_bytes)
+    data = {"summary": f"Wrote {path} ({entry.size} bytes).", **entry.to_json()}
+    return VerbResult.of(data)
+
+
+def _downloads(address: Address, options: Mapping[str, Any]) -> bool:
+    return "fromUrl" in options
+
+
+def memory_resource(ctx: VerbContext, address: Address) -> ResourceBody:
+    """A file as itself (text, or a blob when binary); a directory as its first listing page in JSON."""
+    if address.listing:
+        listing = read_memory(ctx, address, {}, "json")
+        return ResourceBody("application/json", json.dumps(listing.data, indent=2))
+    file = ctx.services.memory(ctx.agent).read_file(normalize_memory_path(address.rest))
+    if file.text is None:
+        return ResourceBody(file.entry.mime_type, blob=file.data)
+    return ResourceBody(file.entry.mime_type or "text/plain", file.text)
+
+
+# The contract text is prose the model reads, one paragraph a line (as in verbs/contracts.py).
+MEMORY_PATH_RULES = (
+    "Paths: `\\` counts as `/`, and empty and `.` segments are dropped. Refused: a NUL or other control character, "
+    "`..`, more than 16 segments, more than 512 bytes in all or 255 in one name, and names starting "
+    "`.mcp-harness-tmp-` (the harness's own temp files). Symlinks are never followed: a path through one reads as "
+    "not found and is refused for writing."
+)
+
+SPACE = Space(
+    name="memory",
+    kinds=("memory",),
+    read=read_memory,
+    read_options=FILE_OPTIONS + LISTING_OPTIONS,
+    read_form="~/memory/<path>",
+    read_line="""- `~/memory/<path>`: a file of your persistent memory ({content}; options offset, length); a directory (`~/memory/`, or a path ending in `/`) lists one level ({entries}; options cursor, limit).""",  # noqa: E501
+    read_details=f"""## `~/memory/<path>` (also `harness://memory/<path>`)
+- A file: the text result is the file itself; the structured result is {{path, size, updatedAt, mimeType?, encoding: "utf8", content, totalChars, offset, length}}. A page holds at most 200 KiB of UTF-8: `options.offset` (an integer ≥ 0) and `options.length` (an integer ≥ 1) pick a window, in characters; when more remains, the result says so and gives `nextOffset`. Over MCP a page over 16 KiB travels once, in the text block only (`contentInText: true` in the structured result). A binary file (a NUL byte, or not UTF-8) gives its metadata with `encoding: "binary"` and no content; work on it with `call execute`.
+- A directory — `~/memory/`, a path ending in `/`, or the bare name of a directory — lists one level in path order, a page of at most `options.limit` entries (1 to 500, default 100): {{path, entries: [{{path, type: "file" | "dir", size, updatedAt, mimeType?, entryCount?}}], totalEntries, totalBytes (or pageBytes for a partial page), nextCursor?, remaining?}}; pass `options.cursor` (the `nextCursor`) for the next page. Symlinks and special files are not listed. A name no address can carry (not UTF-8, a control character, a backslash) is listed escaped, with `addressable: false`.
+- File options on a directory, listing options on a file, and any other option keys are refused.
+- {MEMORY_PATH_RULES}""",  # noqa: E501
+    write=write_memory,
+    write_options=WRITE_OPTIONS,
+    network_write=_downloads,
+    write_form="~/memory/<path> (with content, or options {delete: true} / {fromUrl})",
+    write_line="""- `~/memory/<path>`: replace the whole file with `content`, atomically (parent folders are created; there is no append). options {delete: true} removes a file or directory; {fromUrl: "<url>"} downloads the URL into the path instead.""",  # noqa: E501
+    write_details=f"""## `~/memory/<path>`
+- `content` (a string, stored as UTF-8) replaces the whole file: it is written to a temp file, synced and renamed into place, so a reader sees the old file or the new one, never a mix. Parent folders are created. There is no append: read, change, write back. Writing onto a directory is refused. Result: {{path, type, size, updatedAt, mimeType?}}.
+- `options: {{delete: true}}` removes a file or a whole directory tree (`deleted: false` when nothing was there); `delete` must be a boolean.
+- `options: {{fromUrl: "<http:// or https:// URL>"}}` downloads the URL into memory instead of `content` (it takes no content and no other option), through the same guarded client as `read https://…`, and stores it atomically. An address naming a directory (a path ending in `/`, or `~/memory/`, which stores under `downloads/`) takes the URL's last path segment as the file name; a name without an extension gets one from the content type. A body over `[web] max_download_bytes` (default 50 MiB) is refused, and so is an HTTP error status. Result: {{path, size, mimeType, finalUrl, contentType}}.
+- {MEMORY_PATH_RULES}
+- Other option keys are refused by name.""",  # noqa: E501
+    resources=(
+        ResourceForm(
+            "memory",
+            "Memory file",
+            "harness://memory/{path}",
+            "A file (or, with a trailing slash, a directory listing) in the agent's memory.",
+        ),
+    ),
+    resource_read=memory_resource,
+)

@@ -1,4 +1,6 @@
-"""`read thread:` (this account's conversations) and `read thread:<id>` (one transcript), HARNESS §11.2."""
+"""Reading conversations and runs: `thread:` (this account's conversations), `thread:<id>` (one transcript) and
+`run:<id>` (a run's record), HARNESS §11.2. The spaces are declared in thread.py and run.py; the CLI renders
+transcripts and journals with the helpers here too."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from mcp_harness.verbs.base import VerbContext, VerbResult
 THREAD_EVENT_WINDOW = 200
 MAX_TRANSCRIPT_CHARS = 262_144
 MAX_THREAD_LIMIT = 100
+LISTING_OPTIONS = ("query", "agentId", "limit")
 
 
 def _limit(options: dict[str, Any]) -> int:
@@ -26,10 +29,10 @@ def _limit(options: dict[str, Any]) -> int:
 
 def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbResult:
     """`thread:`: the conversations the caller may see (`scope.py`), newest first, or those matching a query."""
-    unknown = sorted(set(options) - {"query", "agentId", "limit"})
+    unknown = sorted(set(options) - set(LISTING_OPTIONS))
     if unknown:
         raise BadRequest(
-            f"thread: does not understand option(s) {', '.join(unknown)}. Supported: query, agentId, limit."
+            f"thread: does not understand option(s) {', '.join(unknown)}. Supported: {', '.join(LISTING_OPTIONS)}."
         )
     limit = _limit(options)
     agent_id = options.get("agentId")
@@ -148,8 +151,7 @@ def journal_line(entry: dict[str, Any]) -> str:
 
 def child_threads(ctx: VerbContext, session_id: str) -> list[dict[str, Any]]:
     """Sessions started from this one that the caller may see, with the run that owns each and its status."""
-    harness = ctx.services
-    with harness.db.reading() as conn:
+    with ctx.services.db.reading() as conn:
         rows = conn.execute(
             "SELECT s.id, s.title, s.run_id, s.account_id, s.agent_id, r.status FROM sessions s "
             "LEFT JOIN runs r ON r.id = s.run_id WHERE s.parent_session_id = ? ORDER BY s.created_at",

@@ -1,4 +1,4 @@
-"""The `call` verb (HARNESS §5): resolve a name, touch-expand on a miss, then dispatch.
+"""The `call` verb (HARNESS §5): resolve a name (`callables/registry.py`), touch-expand on a miss, then run it.
 
 A miss never punishes the caller: an unknown or ungranted name returns the listing, and input the contract rejects
 returns the contract with the validation errors, both as ordinary results. Only a tool that ran and failed (or a
@@ -11,11 +11,11 @@ from typing import Any
 
 import anyio.to_thread
 
-from mcp_harness.callables import catalog
+from mcp_harness.callables import catalog, registry
 from mcp_harness.callables.documents import ToolDocument, contract_markdown
+from mcp_harness.callables.registry import CallableTool, callable_alias
 from mcp_harness.errors import BadRequest, Forbidden
 from mcp_harness.verbs.base import VerbContext, VerbResult
-from mcp_harness.verbs.contracts import CALLABLES, callable_alias
 from mcp_harness.verbs.schema_subset import value_errors
 
 
@@ -34,17 +34,17 @@ async def call(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     name = callable_alias(raw.strip()) if isinstance(raw, str) else ""
     given = arguments.get("input")
     tool_input: dict[str, Any] = given if isinstance(given, dict) else {}  # pyright: ignore[reportUnknownVariableType]
-    harness = ctx.services
-    callables = await anyio.to_thread.run_sync(catalog.callable_set, harness, ctx.agent.definition)
-    if name in CALLABLES and name in callables:
-        spec = catalog.callable_spec(harness, name)
+    services = ctx.services
+    callables = await anyio.to_thread.run_sync(catalog.callable_set, services, ctx.agent.definition)
+    target = await anyio.to_thread.run_sync(registry.resolve, services, ctx.agent.id, name, callables)
+    if isinstance(target, CallableTool):
+        spec = target.contract(services.sandbox_runtimes())
         errors = value_errors(spec.input_schema, tool_input)
         if errors:
             return touch_expand(name, spec.contract_markdown(), errors)
         return await dispatch(ctx, name, tool_input)
-    record = await anyio.to_thread.run_sync(harness.tools.get, ctx.agent.id, name) if name else None
-    if record is not None and record.kind == "lambda" and record.enabled:
-        return await run_lambda(ctx, record.document, record.cid, tool_input, callables)
+    if target is not None:
+        return await run_lambda(ctx, target.document, target.cid, tool_input, callables)
     listing = await anyio.to_thread.run_sync(catalog.tools_listing, ctx)
     summary = (
         f"No callable tool named {name}. Here is what you can call."
@@ -55,17 +55,11 @@ async def call(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
 
 
 async def dispatch(ctx: VerbContext, name: str, tool_input: dict[str, Any]) -> VerbResult:
-    if name == "execute":
-        from mcp_harness.callables.execute import execute
-
-        return await execute(ctx, tool_input)
-    base = ctx.services.settings.web.searxng_url
-    if name == "web_search" and base:
-        from mcp_harness.web.search import web_search
-
-        data = await anyio.to_thread.run_sync(web_search, ctx.services.web, base, tool_input)
-        return VerbResult.of(data, data["markdown"] or None)
-    raise BadRequest(f"Tool {name} has no executor in this runtime.")
+    """Run builtin `name` on input its contract accepted (the caller checked grant, offer and input)."""
+    tool = registry.builtin(name)
+    if tool is None or tool.handler is None:
+        raise BadRequest(f"Tool {name} has no executor in this runtime.")
+    return await tool.handler(ctx, tool_input)
 
 
 async def run_lambda(

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
 
 from mcp_harness.errors import BadRequest, NotFound
 from mcp_harness.scope import Scope
+from mcp_harness.services import Runs, Stores
 from mcp_harness.verbs.base import VerbContext, VerbResult
 from mcp_harness.verbs.plan import running_step
 from mcp_harness.verbs.schema_subset import shape_errors
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
     from mcp_harness.store.runs import RunRecord
 
 MAX_DEPTH = 3
@@ -29,6 +29,11 @@ MAX_CHILDREN_PER_RUN = 10
 MAX_SESSION_CHILDREN = 10
 MAX_BRIEF_BYTES = 64 * 1024
 CHILD_MAX_ATTEMPTS = 3
+
+
+class Spawner(Stores, Runs, Protocol):
+    """The stores a child is written to, and the engine that runs it (woken for a detached child, awaited for an
+    MCP client's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,16 +86,16 @@ def title_of(spec: dict[str, Any], default: str = "Sub-session") -> str:
     return default
 
 
-def spawn_depth(harness: Harness, run: RunRecord) -> int:
+def spawn_depth(stores: Stores, run: RunRecord) -> int:
     """How deep `run` sits below whoever started its tree. A tree an MCP client started with `delegate` has the
     client's turn as its (run-less) level 0, so its stored depths are one short; this adds the missing level."""
-    root = run if run.id == run.root_run_id else harness.runs.find(run.root_run_id)
+    root = run if run.id == run.root_run_id else stores.runs.find(run.root_run_id)
     client_started = root is not None and root.parent_run_id is None and root.parent_tool_call_id is not None
     return run.depth + (1 if client_started else 0)
 
 
 def spawn_child(
-    harness: Harness,
+    stores: Stores,
     *,
     agent_id: str,
     parent_session_id: str,
@@ -108,49 +113,49 @@ def spawn_child(
     scope recorded on their parent run."""
     from mcp_harness.store._util import new_id
 
-    scope = _scope_of(harness, parent_run, scope)
-    depth = (spawn_depth(harness, parent_run) if parent_run is not None else 0) + 1
+    scope = _scope_of(stores, parent_run, scope)
+    depth = (spawn_depth(stores, parent_run) if parent_run is not None else 0) + 1
     if depth > MAX_DEPTH:
         raise BadRequest(f"Sub-session depth limit reached ({MAX_DEPTH}); finish the work here.")
     if parent_run is not None:
-        if harness.runs.count_children(parent_run.id) >= MAX_CHILDREN_PER_RUN:
+        if stores.runs.count_children(parent_run.id) >= MAX_CHILDREN_PER_RUN:
             raise BadRequest(
                 f"This run already spawned {MAX_CHILDREN_PER_RUN} sub-sessions; finish the work here or wait."
             )
-    elif harness.sessions.live_children(parent_session_id) >= MAX_SESSION_CHILDREN:
+    elif stores.sessions.live_children(parent_session_id) >= MAX_SESSION_CHILDREN:
         raise BadRequest(
             f"This session already has {MAX_SESSION_CHILDREN} children running; wait for one to finish first."
         )
     child_agent = agent_id
     if "agentId" in spec:
-        found = harness.agents.find(harness.account_id, spec["agentId"])
+        found = stores.agents.find(stores.account_id, spec["agentId"])
         if not scope.may_act_as(found):
             raise NotFound(f"No agent {spec['agentId']} on this account; read thread: or ask the user for its id.")
         assert found is not None
         child_agent = found.id
     title = title_of(spec)
     run_input: dict[str, Any] = {"spec": spec, "parentToolCallId": tool_call_id, **scope.for_run()}
-    step = running_step(harness.sessions.get_plan(parent_session_id)) if script_step is None else script_step
+    step = running_step(stores.sessions.get_plan(parent_session_id)) if script_step is None else script_step
     if step:
         if step.get("id"):
             run_input["planStepId"] = step["id"]
         run_input["planStepLabel"] = step["label"]
     run_id = new_id()
-    with harness.db.transaction():
-        child = harness.sessions.create(
-            harness.account_id,
+    with stores.db.transaction():
+        child = stores.sessions.create(
+            stores.account_id,
             child_agent,
             kind="child",
             title=title,
             parent_session_id=parent_session_id,
             run_id=run_id,
         )
-        harness.sessions.append(
+        stores.sessions.append(
             child.id, {"type": "message", "role": "user", "content": brief_text(spec["input"])}, "agent"
         )
-        harness.runs.enqueue(
+        stores.runs.enqueue(
             run_id=run_id,
-            account_id=harness.account_id,
+            account_id=stores.account_id,
             kind="agent",
             title=title,
             origin="agent",
@@ -165,13 +170,13 @@ def spawn_child(
     return Spawned(run_id=run_id, session_id=child.id, title=title)
 
 
-def _scope_of(harness: Harness, parent_run: RunRecord | None, given: Scope | None) -> Scope:
+def _scope_of(stores: Stores, parent_run: RunRecord | None, given: Scope | None) -> Scope:
     """The spawning caller's scope: given by an MCP caller, else the one recorded on the parent run."""
     if given is not None:
         return given
     if parent_run is not None:
         return Scope.of_run(parent_run)
-    return Scope(harness.account_id)
+    return Scope(stores.account_id)
 
 
 def script_source(arguments: dict[str, Any]) -> str | None:
@@ -181,7 +186,7 @@ def script_source(arguments: dict[str, Any]) -> str | None:
 
 
 def spawn_script(
-    harness: Harness,
+    stores: Stores,
     *,
     agent_id: str,
     parent_session_id: str,
@@ -199,7 +204,7 @@ def spawn_script(
     from mcp_harness.store._util import new_id
 
     source = arguments["script"]
-    scope = _scope_of(harness, parent_run, scope)
+    scope = _scope_of(stores, parent_run, scope)
     if arguments.get("brief") is not None:
         raise BadRequest(
             "delegate takes exactly one of brief (a model child) or script (a script child), not both; pass the "
@@ -215,7 +220,7 @@ def spawn_script(
     problems = lint_script(source)
     if problems:
         raise BadRequest("Workflow source rejected:\n" + "\n".join(f"- {p}" for p in problems))
-    depth = (spawn_depth(harness, parent_run) if parent_run is not None else 0) + 1
+    depth = (spawn_depth(stores, parent_run) if parent_run is not None else 0) + 1
     if depth > MAX_DEPTH:
         raise BadRequest(f"Workflow depth limit reached ({MAX_DEPTH})")
     run_input: dict[str, Any] = {
@@ -225,13 +230,13 @@ def spawn_script(
         "parentSessionId": parent_session_id,
         **scope.for_run(),
     }
-    step = running_step(harness.sessions.get_plan(parent_session_id))
+    step = running_step(stores.sessions.get_plan(parent_session_id))
     if step is not None:
         run_input["planStepId"], run_input["planStepLabel"] = step["id"], step["label"]
     run_id = new_id()
-    harness.runs.enqueue(
+    stores.runs.enqueue(
         run_id=run_id,
-        account_id=harness.account_id,
+        account_id=stores.account_id,
         kind="workflow",
         title=title,
         origin="agent",
@@ -248,7 +253,7 @@ def spawn_script(
 
 
 def spawn_detached(
-    harness: Harness,
+    host: Spawner,
     *,
     agent_id: str,
     parent_session_id: str,
@@ -259,7 +264,7 @@ def spawn_detached(
     """`await: false`: a new top-level-ish session of this agent, run in the background; nothing comes back."""
     from mcp_harness.store._util import new_id
 
-    scope = _scope_of(harness, parent_run, scope)
+    scope = _scope_of(host, parent_run, scope)
     for field in ("agentId", "output", "tools"):
         if field in arguments:
             raise BadRequest(
@@ -272,26 +277,26 @@ def spawn_detached(
     text = brief_text(brief).strip()
     if len(text.encode("utf-8")) > MAX_BRIEF_BYTES:
         raise BadRequest(f"The brief is over {MAX_BRIEF_BYTES} bytes; put the data in memory and point to it.")
-    if harness.sessions.chain_depth(parent_session_id) >= MAX_DEPTH:
+    if host.sessions.chain_depth(parent_session_id) >= MAX_DEPTH:
         raise BadRequest(f"Session spawn chain limit reached ({MAX_DEPTH}); finish the work here.")
-    if harness.sessions.count_children(parent_session_id) >= MAX_SESSION_CHILDREN:
+    if host.sessions.count_children(parent_session_id) >= MAX_SESSION_CHILDREN:
         raise BadRequest(f"This session already started {MAX_SESSION_CHILDREN} sessions; finish the work here.")
     spec = {"title": arguments["title"]} if isinstance(arguments.get("title"), str) else {}
     title = title_of({**spec, "input": text}, "Agent-started session")
     run_id = new_id()
-    with harness.db.transaction():
-        session = harness.sessions.create(
-            harness.account_id,
+    with host.db.transaction():
+        session = host.sessions.create(
+            host.account_id,
             agent_id,
             kind="conversation",
             title=title,
             parent_session_id=parent_session_id,
             run_id=run_id,
         )
-        harness.sessions.append(session.id, {"type": "message", "role": "user", "content": text}, "agent")
-        harness.runs.enqueue(
+        host.sessions.append(session.id, {"type": "message", "role": "user", "content": text}, "agent")
+        host.runs.enqueue(
             run_id=run_id,
-            account_id=harness.account_id,
+            account_id=host.account_id,
             kind="agent",
             title=title,
             origin="agent",
@@ -302,7 +307,7 @@ def spawn_detached(
             queue="background",
             max_attempts=CHILD_MAX_ATTEMPTS,
         )
-    harness.engine.wake()
+    host.engine.wake()
     data = {
         "summary": f'Started detached child "{title}"; it is now running in the background.',
         "status": "detached",
@@ -338,16 +343,16 @@ def render_result(data: dict[str, Any]) -> VerbResult:
 
 async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawned | VerbResult:
     """Spawn what an MCP client's `delegate` asks for: the child to await, or (detached) the finished answer."""
-    harness = ctx.services
+    services = ctx.services
     if ctx.session_id is None:
         raise BadRequest("delegate needs a session.")
     session_id = ctx.session_id
     call_id = ctx.call_id or "client-call"
     await _refuse_unreachable_model(ctx, arguments)
     if script_source(arguments) is not None:
-        return await harness.engine.offload(
+        return await services.engine.offload(
             lambda: spawn_script(
-                harness,
+                services,
                 agent_id=ctx.agent.id,
                 parent_session_id=session_id,
                 parent_run=None,
@@ -357,9 +362,9 @@ async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawn
             )
         )
     if arguments.get("await") is False:
-        return await harness.engine.offload(
+        return await services.engine.offload(
             lambda: spawn_detached(
-                harness,
+                services,
                 agent_id=ctx.agent.id,
                 parent_session_id=session_id,
                 parent_run=None,
@@ -368,9 +373,9 @@ async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawn
             )
         )
     spec = normalize_spec(arguments)
-    return await harness.engine.offload(
+    return await services.engine.offload(
         lambda: spawn_child(
-            harness,
+            services,
             agent_id=ctx.agent.id,
             parent_session_id=session_id,
             parent_run=None,
@@ -384,9 +389,9 @@ async def spawn_for_client(ctx: VerbContext, arguments: dict[str, Any]) -> Spawn
 async def _refuse_unreachable_model(ctx: VerbContext, arguments: dict[str, Any]) -> None:
     """A child on the `sampling` provider (the client's own model) is refused now, not failed later in its run, when
     the request spawning it cannot carry its model requests: the sampler says why (the 2026-07-28 era's limits)."""
-    harness = ctx.services
+    services = ctx.services
     detached = arguments.get("await") is False
-    reason = harness.sampler.unavailable(detached=detached) if harness.sampler is not None else None
+    reason = services.sampler.unavailable(detached=detached) if services.sampler is not None else None
     if reason is None or script_source(arguments) is not None:
         return  # a script's children are checked as they run: it names their agents only then
     named = arguments.get("agentId") if not detached else None
@@ -394,13 +399,13 @@ async def _refuse_unreachable_model(ctx: VerbContext, arguments: dict[str, Any])
     def sampling_agent() -> tuple[str, str] | None:
         agent = ctx.agent
         if isinstance(named, str) and named.strip():
-            agent = harness.agents.find(harness.account_id, named.strip())
+            agent = services.agents.find(services.account_id, named.strip())
             if agent is None or not ctx.scope.may_act_as(agent):
                 return None  # spawn_child refuses it, as for any caller
-        provider = harness.providers.get(agent.definition.model_provider)
+        provider = services.providers.get(agent.definition.model_provider)
         return (agent.definition.name, provider.name) if provider and provider.kind.wire == "sampling" else None
 
-    found = await harness.engine.offload(sampling_agent)
+    found = await services.engine.offload(sampling_agent)
     if found is not None:
         raise BadRequest(
             f"Agent {found[0]!r} runs on the `{found[1]}` provider, the MCP client's own model, which {reason}. Give "
@@ -420,21 +425,21 @@ async def delegate(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
 
 async def _await_spawned(ctx: VerbContext, spawned: Spawned) -> VerbResult:
     """Hold the client's call open until the child resolves; cancelling the call cancels the child's tree."""
-    harness = ctx.services
-    engine = harness.engine
-    harness.awaited_children.add(spawned.run_id)
+    services = ctx.services
+    engine = services.engine
+    services.awaited_children.add(spawned.run_id)
     engine.wake()
     try:
         if ctx.progress is not None:
             where = f"session {spawned.session_id}" if spawned.session_id else f"run {spawned.run_id}"
             await ctx.progress(f'Started child "{spawned.title}" ({where}).')
-        child = await _await_child(harness, spawned, ctx)
+        child = await _await_child(services, spawned, ctx)
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
             await engine.cancel(spawned.run_id)
         raise
     finally:
-        harness.awaited_children.discard(spawned.run_id)
+        services.awaited_children.discard(spawned.run_id)
     return render_result(result_of(child))
 
 
@@ -443,9 +448,9 @@ HEARTBEAT_S = 4.0
 progress never gives up on a long model turn."""
 
 
-async def _await_child(harness: Harness, spawned: Spawned, ctx: VerbContext) -> RunRecord:
+async def _await_child(host: Spawner, spawned: Spawned, ctx: VerbContext) -> RunRecord:
     """Wait for the child, reporting what it does — on every change, and as a heartbeat while nothing changes."""
-    engine = harness.engine
+    engine = host.engine
     last, last_sent = "", 0.0
     started = anyio.current_time()
     result: list[RunRecord] = []
@@ -460,7 +465,7 @@ async def _await_child(harness: Harness, spawned: Spawned, ctx: VerbContext) -> 
             await anyio.sleep(0.5)
             if ctx.progress is None:
                 continue
-            note = await engine.offload(_status_note, harness, spawned)
+            note = await engine.offload(_status_note, host, spawned)
             now = anyio.current_time()
             if note != last or now - last_sent >= HEARTBEAT_S:
                 last, last_sent = note, now
@@ -468,17 +473,17 @@ async def _await_child(harness: Harness, spawned: Spawned, ctx: VerbContext) -> 
     return result[0]
 
 
-def _status_note(harness: Harness, spawned: Spawned) -> str:
+def _status_note(stores: Stores, spawned: Spawned) -> str:
     """What the child is doing: its status, its model reply count and the tool it is in, tokens so far, its plan."""
-    run = harness.runs.get(spawned.run_id)
+    run = stores.runs.get(spawned.run_id)
     note = f'Child "{spawned.title}" is {run.status}'
     if spawned.session_id is not None and run.status == "running":
-        replies, open_call = _activity(harness, spawned.session_id)
+        replies, open_call = _activity(stores, spawned.session_id)
         note += f", calling {open_call}" if open_call else f", waiting on model reply {replies + 1}"
     tokens = (run.usage or {}).get("total")
     if tokens:
         note += f"; {tokens} tokens so far"
-    plan = harness.sessions.get_plan(spawned.session_id) if spawned.session_id else None
+    plan = stores.sessions.get_plan(spawned.session_id) if spawned.session_id else None
     steps = (plan or {}).get("steps") or []
     if steps:
         done = sum(1 for s in steps if s.get("status") in ("done", "failed", "skipped"))
@@ -487,14 +492,14 @@ def _status_note(harness: Harness, spawned: Spawned) -> str:
     return note + "."
 
 
-def _activity(harness: Harness, session_id: str) -> tuple[int, str | None]:
+def _activity(stores: Stores, session_id: str) -> tuple[int, str | None]:
     """Model replies so far in a child's session, and the tool its newest call is running, if unanswered."""
-    with harness.db.reading() as conn:
+    with stores.db.reading() as conn:
         row = conn.execute(
             "SELECT COUNT(*) FROM session_events WHERE session_id = ? AND type = 'message' AND actor = 'agent'",
             (session_id,),
         ).fetchone()
-    newest = harness.sessions.events(session_id, last=1)
+    newest = stores.sessions.events(session_id, last=1)
     open_call: str | None = None
     if newest and newest[0].type == "tool_call":
         payload = newest[0].payload

@@ -23,26 +23,26 @@ from mcp_harness.verbs.contracts import TASKS_EXTENSION
 from mcp_harness.verbs.delegate import Spawned, render_result, result_of, spawn_for_client
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
+    from mcp_harness.services import Runs, Stores
 
 POLL_INTERVAL_MS = 500
 
 
 async def start(ctx: VerbContext, arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, HarnessError | None]:
     """Log the delegate call and spawn its child; the task handle, or the refusal (logged as the call's result)."""
-    harness = ctx.services
+    services = ctx.services
 
     async def spawn(call_ctx: VerbContext) -> Spawned:
         spawned = await spawn_for_client(call_ctx, arguments)
         if not isinstance(spawned, Spawned):
             raise AssertionError("a detached delegate is never made a task")
-        harness.engine.wake()
+        services.engine.wake()
         return spawned
 
-    spawned, error = await harness.start_async(ctx, "delegate", arguments, spawn)
+    spawned, error = await services.start_async(ctx, "delegate", arguments, spawn)
     if spawned is None:
         return None, error
-    run = await harness.engine.offload(harness.runs.get, spawned.run_id)
+    run = await services.engine.offload(services.runs.get, spawned.run_id)
     return task_of(run), None
 
 
@@ -73,36 +73,36 @@ def task_of(run: RunRecord) -> dict[str, Any]:
     return task
 
 
-def client_task(harness: Harness, session_id: str | None, task_id: str) -> RunRecord:
+def client_task(stores: Stores, session_id: str | None, task_id: str) -> RunRecord:
     """The run behind a task id, if this session's client started it (404 otherwise, whatever the reason)."""
     missing = NotFound(f"No task {task_id} for this session.")
     if session_id is None:
         raise missing
     try:
-        run = harness.runs.get(task_id)
+        run = stores.runs.get(task_id)
     except NotFound:
         raise missing from None
-    if run.account_id != harness.account_id or run.parent_run_id is not None or run.parent_tool_call_id is None:
+    if run.account_id != stores.account_id or run.parent_run_id is not None or run.parent_tool_call_id is None:
         raise missing
-    if _parent_session(harness, run) != session_id:
+    if _parent_session(stores, run) != session_id:
         raise missing
     return run
 
 
-def _parent_session(harness: Harness, run: RunRecord) -> str | None:
+def _parent_session(stores: Stores, run: RunRecord) -> str | None:
     parent = run.input.get("parentSessionId")
     if isinstance(parent, str):
         return parent
     if run.session_id is None:
         return None
-    return harness.sessions.get(run.session_id).parent_session_id
+    return stores.sessions.get(run.session_id).parent_session_id
 
 
-async def cancel(harness: Harness, run: RunRecord) -> None:
+async def cancel(host: Runs, run: RunRecord) -> None:
     """Cancel the child's tree. The ack does not wait: queued and parked runs end at once, a run mid model call at
     its next step, and `tasks/get` shows where it stands (SEP-2663: cancellation is eventually consistent)."""
     if run.status not in TERMINAL:
-        await harness.engine.cancel(run.id)
+        await host.engine.cancel(run.id)
 
 
 __all__ = ["POLL_INTERVAL_MS", "TASKS_EXTENSION", "cancel", "client_task", "start", "task_of"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import mimetypes
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from mcp_harness.errors import BadRequest, Upstream
@@ -13,8 +13,10 @@ from mcp_harness.memory.paths import TMP_PREFIX, normalize_memory_path
 from mcp_harness.web.reader import ContentType
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness
+    from mcp_harness.config import Settings
+    from mcp_harness.memory.store import MemoryStore
     from mcp_harness.store.agents import AgentRecord
+    from mcp_harness.web.egress import Egress
 
 _PREFERRED_EXT = {
     "text/plain": ".txt",
@@ -31,6 +33,16 @@ _HAS_EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 # What a memory path refuses in a name (memory/paths.py), replaced here so a URL's odd name cannot fail the download.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\\\\/]")
 _NAME_BYTES = 128
+
+
+class Downloads(Protocol):
+    """What a download touches: the guarded web client, the download cap in the settings, the agent's memory."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def web(self) -> Egress: ...
+    def memory(self, agent: AgentRecord) -> MemoryStore: ...
 
 
 def _file_name(url: str) -> str:
@@ -51,7 +63,7 @@ def _with_extension(path: str, mime: str) -> str:
     return path + ext if ext else path
 
 
-def download_to_memory(harness: Harness, agent: AgentRecord, rest: str, from_url: object) -> dict[str, Any]:
+def download_to_memory(host: Downloads, agent: AgentRecord, rest: str, from_url: object) -> dict[str, Any]:
     """Fetch `from_url` (capped, timed, every hop checked) and store it atomically at the memory path.
 
     An address naming a directory (`~/memory/` or one ending in `/`) stores under it by the URL's last path
@@ -66,8 +78,8 @@ def download_to_memory(harness: Harness, agent: AgentRecord, rest: str, from_url
     else:
         normalize_memory_path(rest)  # refuse a bad path before any network traffic
         base = ""
-    limit = harness.settings.web.max_download_bytes
-    with harness.web.open(url) as response:
+    limit = host.settings.web.max_download_bytes
+    with host.web.open(url) as response:
         final = response.url
         if response.status >= 400:
             raise Upstream(f"Could not download {url}: HTTP {response.status}.")
@@ -76,7 +88,7 @@ def download_to_memory(harness: Harness, agent: AgentRecord, rest: str, from_url
     mime = ContentType.parse(header).mime if header else ""
     target = f"{base}/{_file_name(final)}" if directory else rest
     path = normalize_memory_path(_with_extension(target, mime))
-    entry = harness.memory(agent).write_file(path, body.data)
+    entry = host.memory(agent).write_file(path, body.data)
     kind = f", {mime}" if mime else ""
     return {
         "summary": f"Downloaded {final} to {path} ({entry.size} bytes{kind}).",

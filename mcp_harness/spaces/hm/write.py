@@ -26,6 +26,7 @@ from mcp_harness.hypermedia.markdown import (
 from mcp_harness.hypermedia.node import Node, comment_body, hm_url
 from mcp_harness.identity.keys import KeyPair
 from mcp_harness.spaces.hm.common import Target, check_parent, live, path_of, require, require_name, whole_document
+from mcp_harness.spaces.hm.options import ACTION_OPTIONS, BASE_OPTIONS, FROM_PATH_OPTIONS
 from mcp_harness.spaces.hm.profile import profile_update, relabel_identity
 from mcp_harness.spaces.hm.structure import delete, move, redirect
 from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_options
@@ -35,21 +36,9 @@ MAX_METADATA_BYTES = 16 * 1024
 PUBLISH_REFUSAL = (
     'Publishing is not enabled for this agent. The owner can grant "Publish Seed content" in its tool settings.'
 )
-BASE_OPTIONS = ("action", "signer", "input", "skipLinkCheck")
-ACTION_OPTIONS: dict[str, tuple[str, ...]] = {
-    "document": (*BASE_OPTIONS, "name", "metadata"),
-    "update": (*BASE_OPTIONS, "name", "metadata"),
-    "comment": (*BASE_OPTIONS, "target", "replyTo"),
-    "move": (*BASE_OPTIONS, "toPath"),
-    "redirect": (*BASE_OPTIONS, "toUrl"),
-    "delete": BASE_OPTIONS,
-    "fork": (*BASE_OPTIONS, "fromUrl"),
-    "profile.update": (*BASE_OPTIONS, "name", "metadata"),
-}
 RAW_COMMANDS = ("profile.update",)
 """The dotted raw commands the embedded node carries out itself (HARNESS §12: they pass through as raw commands)."""
 NO_CONTENT_ACTIONS = ("move", "redirect", "delete", "fork", "profile.update")
-FROM_PATH_OPTIONS = ("fromPath", "signer")
 OPTIONS_HINT = "Extra command fields belong in options.input, never as loose option keys."
 
 

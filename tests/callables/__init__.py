@@ -1,0 +1,1 @@
+"""Callables as documents: builtin and authored tools, their listings, contracts and CIDs."""

@@ -1,0 +1,2 @@
+"""The hypermedia node's formats, checked against the JS reference clients in tests/js: DAG-CBOR, ids, blobs and
+markdown."""

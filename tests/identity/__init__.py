@@ -1,0 +1,1 @@
+"""Keys, the master key, sealed secrets and signing identities."""

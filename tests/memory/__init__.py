@@ -1,0 +1,1 @@
+"""`~/memory`: path rules, shapes, refusals, odd names, bounded pages."""

@@ -1,0 +1,1 @@
+"""The bubblewrap sandbox: behaviour, limits and escape attempts."""

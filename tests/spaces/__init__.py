@@ -1,0 +1,1 @@
+"""Address spaces behind read and write: `hm://` on the embedded node."""

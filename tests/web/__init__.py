@@ -1,0 +1,1 @@
+"""The web: egress rules, the reader, Seed sites over TLS."""
