@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 HTTP ?= 127.0.0.1:8765
-# The JS reference encoder (`@ipld/dag-cbor`) that tests/test_dagcbor.py checks our DAG-CBOR against byte for byte.
+# The JS reference encoder (`@ipld/dag-cbor`) that tests/hypermedia/test_dagcbor.py checks our DAG-CBOR against byte for byte.
 JS_ORACLE := tests/js/node_modules/.installed
 
 .PHONY: run test lint bench clean
@@ -35,7 +35,7 @@ test: $(VENV)/.installed-test $(JS_ORACLE)
 
 # bench/webread.py's reference pipeline (the MCP fetch server's readabilipy + markdownify) and its markdown judge are
 # installed for the bench only, never as dependencies; readabilipy installs its Readability.js half with npm itself.
-# bench/tokens.py's tokenizer, bpe-openai, is a test extra (tests/test_contracts.py holds the same budget) and is named
+# bench/tokens.py's tokenizer, bpe-openai, is a test extra (tests/verbs/test_contracts.py holds the same budget) and is named
 # here too; the script npm-installs the reference MCP servers it compares against into the venv. It exits 1 when the
 # verbs' tools/list is over budget, so it runs before the long web-read bench.
 bench: $(VENV)/.installed-test
@@ -48,6 +48,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/tokens.py
 	$(BIN)/python bench/memory_listing.py
 	$(BIN)/python bench/webread.py
+	$(BIN)/python bench/scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

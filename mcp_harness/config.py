@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mcp_harness.errors import BadRequest
 
@@ -143,6 +144,70 @@ class WebSettings(BaseModel):
     """User-Agent header of every outbound request."""
 
 
+_AGE_UNITS = {"h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
+_SIZE_UNITS = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+_LIMIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$")
+RETAIN_ACCEPTED = (
+    'an age like "90d", "12h" or "2w", a size of the log like "500MB" or "2GiB", both (["90d", "5GB"] or '
+    '"90d,5GB"), or "forever"'
+)
+
+
+def retention_limits(retain: str | list[str]) -> tuple[int | None, int | None]:
+    """`[store] retain` as (max age in ms, max bytes of the log); None where it sets no limit.
+
+    Raises:
+        ValueError: the value is none of the forms `RETAIN_ACCEPTED` lists.
+    """
+    items = [part.strip() for part in retain.split(",")] if isinstance(retain, str) else retain
+    if items == ["forever"]:
+        return None, None
+    age: int | None = None
+    size: int | None = None
+    for item in items:
+        found = _LIMIT.match(item.lower()) if isinstance(item, str) else None
+        number, unit = (float(found[1]), found[2]) if found else (0.0, "")
+        if unit in _AGE_UNITS and age is None:
+            age = int(number * _AGE_UNITS[unit])
+        elif unit in _SIZE_UNITS and size is None:
+            size = int(number * _SIZE_UNITS[unit])
+        else:
+            raise ValueError(f"{json_text(retain)} is not a retention: give {RETAIN_ACCEPTED}")
+    if not items:
+        raise ValueError(f"an empty list is not a retention: give {RETAIN_ACCEPTED}")
+    return age, size
+
+
+def json_text(value: Any) -> str:
+    """A setting's value as the config shows it (TOML strings and lists read the same as JSON)."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class StoreSettings(BaseModel):
+    """What `mcp-harness gc` keeps of the event log and of finished runs' journals (nothing is pruned until it runs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    retain: str | list[str] = "90d"
+    """How long events and journals are kept (an age), how large the log may grow (a size), both, or "forever"."""
+    keep_last: int = Field(default=200, ge=1)
+    """Events every session keeps whatever their age or the size (what `read thread:<id>` shows)."""
+
+    @field_validator("retain", mode="before")
+    @classmethod
+    def _retain_form(cls, value: Any) -> Any:
+        if not isinstance(value, str | list):
+            raise ValueError(f"{json_text(value)} is not a retention: give {RETAIN_ACCEPTED}")
+        retention_limits(value)  # pyright: ignore[reportUnknownArgumentType]
+        return value  # pyright: ignore[reportUnknownVariableType]
+
+    def limits(self) -> tuple[int | None, int | None]:
+        """(max age in ms, max bytes of the log) of `retain`."""
+        return retention_limits(self.retain)
+
+
 class Settings(BaseModel):
     """All settings."""
 
@@ -156,6 +221,7 @@ class Settings(BaseModel):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     runs: RunSettings = Field(default_factory=RunSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
 
 
 def default_data_dir() -> Path:

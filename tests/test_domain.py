@@ -131,7 +131,9 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
             "m007_run_journal",
             "m008_open_calls",
             "m009_touched_tools",
+            "m010_hm_materialized",
             "m011_thread_search",
+            "m012_event_payloads",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1

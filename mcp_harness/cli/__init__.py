@@ -16,6 +16,7 @@ from mcp_harness.cli import (
     chat,
     config,
     doctor,
+    gc,
     identity,
     invoke,
     provider,
@@ -28,7 +29,7 @@ from mcp_harness.cli import (
 from mcp_harness.cli._common import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, exit_code
 from mcp_harness.errors import HarnessError
 
-GROUPS = (serve, agents, sessions, runs, chat, invoke, token, provider, secret, identity, config, doctor)
+GROUPS = (serve, agents, sessions, runs, chat, invoke, token, provider, secret, identity, config, doctor, gc)
 
 
 def build_parser() -> argparse.ArgumentParser:

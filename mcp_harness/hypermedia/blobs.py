@@ -4,8 +4,8 @@ Everything the harness publishes to Seed is one of these: a canonical DAG-CBOR m
 and `ts`, signed with Ed25519 over its encoding with `sig` set to 64 zero bytes. The builders below produce exactly
 the bytes `@seed-hypermedia/client` produces for the same key and inputs (tests/hypermedia/test_hm_blobs.py compares
 them), so a document written here is indistinguishable on the network from one written by the Seed app, and a CID
-computed here names the same blob there. Where the JS client and the Go daemon disagree, the daemon wins when the JS shape
-would not verify there (it re-encodes most types from a typed struct, see `blob_checks`), and the JS shape wins
+computed here names the same blob there. Where the JS client and the Go daemon disagree, the daemon wins when the JS
+shape would not verify there (it re-encodes most types from a typed struct, see `blob_checks`), and the JS shape wins
 otherwise.
 
 `verify_blob` is the one way a blob from outside gets in: hash, decoding, structure, then signature.

@@ -55,13 +55,42 @@ class DocumentState:
     """Every live block by id, for `#block` reads."""
 
 
-class _Builder:
+class BlockTree:
+    """A document's blocks as the ops leave them: every block ever written (live or in the trash) by id, each
+    parent's ordered child list, where each block sits, and the metadata. What `apply` needs and nothing of the
+    history that led here, apart from `moved_by` (the op that placed each block, for RGA refs)."""
+
     def __init__(self) -> None:
         self.metadata: dict[str, Any] = {}
         self.content: dict[str, Block] = {}
         self.children: dict[str, list[str]] = {"": []}
         self.parent_of: dict[str, str] = {}
         self.moved_by: dict[tuple[int, int, str], str] = {}
+
+    def apply(self, change: ChangeRecord, actor: str) -> None:
+        """Apply one change's ops in order (`actor` names its author in op ids)."""
+        local: list[tuple[int, int, str]] = []
+        idx = 0
+        for op in change.ops:
+            op_id = (change.ts, idx, actor)
+            local.append(op_id)
+            kind = op.get("type")
+            if kind == "SetAttributes":
+                self.set_attributes(op)
+            elif kind == "SetKey":
+                self.set_attributes({"attrs": [{"key": [op.get("key")], "value": op.get("value")}]})
+            elif kind == "ReplaceBlock":
+                raw = op.get("block")
+                if not isinstance(raw, Mapping):
+                    raise BadRequest(f"Change {change.cid}: ReplaceBlock needs a block map.")
+                block = block_from_op(raw)
+                self.content[block.id] = block
+            elif kind == "MoveBlocks":
+                self.move(op, op_id, local)
+                idx += max(len(op.get("blocks") or ()) - 1, 0)
+            elif kind == "DeleteBlocks":
+                self.delete(op)
+            idx += 1
 
     def set_attributes(self, op: Mapping[str, Any]) -> None:
         if op.get("block"):
@@ -124,6 +153,31 @@ class _Builder:
                 nodes.append(BlockNode(block, self.tree(block_id)))
         return tuple(nodes)
 
+    def copy(self) -> BlockTree:
+        other = BlockTree()
+        other.metadata = copy.deepcopy(self.metadata)
+        other.content = dict(self.content)
+        other.children = {k: list(v) for k, v in self.children.items()}
+        other.parent_of = dict(self.parent_of)
+        other.moved_by = dict(self.moved_by)
+        return other
+
+    def state(
+        self, *, authors: Sequence[str], create_time: int, update_time: int, heads: Sequence[str], depth: int
+    ) -> DocumentState:
+        """The `DocumentState` of this tree with the aggregates of the changes that made it."""
+        live = {block_id: block for block_id, block in self.content.items() if _alive(self, block_id)}
+        return DocumentState(
+            tree=self.tree(),
+            metadata=copy.deepcopy(self.metadata),
+            authors=tuple(authors),
+            create_time=create_time,
+            update_time=update_time,
+            heads=tuple(sorted(heads)),
+            depth=depth,
+            blocks=live,
+        )
+
 
 def _set_path(target: dict[str, Any], path: list[str], value: Any) -> None:
     for part in path[:-1]:
@@ -138,7 +192,8 @@ def _set_path(target: dict[str, Any], path: list[str], value: Any) -> None:
         target[path[-1]] = value
 
 
-def _order(change: ChangeRecord) -> tuple[int, int, str]:
+def order_key(change: ChangeRecord) -> tuple[int, int, str]:
+    """Where a change goes in the application order: depth, then timestamp, then CID."""
     return change.depth, change.ts, change.cid
 
 
@@ -147,19 +202,14 @@ class DocumentBuilder:
     a node can keep the builder of a version and apply only the next change to reach the version after it."""
 
     def __init__(self) -> None:
-        self._tree = _Builder()
+        self.blocks = BlockTree()
         self.applied: dict[str, ChangeRecord] = {}
         self.last: tuple[int, int, str] | None = None
         self._authors: list[str] = []
 
     def copy(self) -> DocumentBuilder:
         other = DocumentBuilder()
-        tree = other._tree
-        tree.metadata = copy.deepcopy(self._tree.metadata)
-        tree.content = dict(self._tree.content)
-        tree.children = {k: list(v) for k, v in self._tree.children.items()}
-        tree.parent_of = dict(self._tree.parent_of)
-        tree.moved_by = dict(self._tree.moved_by)
+        other.blocks = self.blocks.copy()
         other.applied = dict(self.applied)
         other.last = self.last
         other._authors = list(self._authors)
@@ -167,66 +217,41 @@ class DocumentBuilder:
 
     def can_extend(self, changes: Iterable[ChangeRecord]) -> bool:
         """Whether applying `changes` after what is applied gives the order a fresh build would use."""
-        return all(self.last is None or _order(c) > self.last for c in changes if c.cid not in self.applied)
+        return all(self.last is None or order_key(c) > self.last for c in changes if c.cid not in self.applied)
 
     def extend(self, changes: Iterable[ChangeRecord], actor_of: Mapping[str, str] | None = None) -> DocumentBuilder:
         """Apply `changes` (those not applied yet) in order. Raises BadRequest on a dep this builder cannot see."""
-        pending = sorted((c for c in changes if c.cid not in self.applied), key=_order)
+        pending = sorted((c for c in changes if c.cid not in self.applied), key=order_key)
         known = set(self.applied) | {c.cid for c in pending}
         for change in pending:
             missing = [d for d in change.deps if d not in known]
             if missing:
                 raise BadRequest(f"Change {change.cid} depends on {missing[0]}, which this node does not have.")
-            self._apply(change, (actor_of or {}).get(change.author, change.author))
+            self.blocks.apply(change, (actor_of or {}).get(change.author, change.author))
             self.applied[change.cid] = change
-            self.last = _order(change)
+            self.last = order_key(change)
             if change.author not in self._authors:
                 self._authors.append(change.author)
         return self
-
-    def _apply(self, change: ChangeRecord, actor: str) -> None:
-        builder = self._tree
-        local: list[tuple[int, int, str]] = []
-        idx = 0
-        for op in change.ops:
-            op_id = (change.ts, idx, actor)
-            local.append(op_id)
-            kind = op.get("type")
-            if kind == "SetAttributes":
-                builder.set_attributes(op)
-            elif kind == "SetKey":
-                builder.set_attributes({"attrs": [{"key": [op.get("key")], "value": op.get("value")}]})
-            elif kind == "ReplaceBlock":
-                raw = op.get("block")
-                if not isinstance(raw, Mapping):
-                    raise BadRequest(f"Change {change.cid}: ReplaceBlock needs a block map.")
-                block = block_from_op(raw)
-                builder.content[block.id] = block
-            elif kind == "MoveBlocks":
-                builder.move(op, op_id, local)
-                idx += max(len(op.get("blocks") or ()) - 1, 0)
-            elif kind == "DeleteBlocks":
-                builder.delete(op)
-            idx += 1
 
     def state(self) -> DocumentState:
         changes = list(self.applied.values())
         if not changes:
             raise BadRequest("A document needs at least its genesis change.")
         depended = {d for c in changes for d in c.deps}
-        builder = self._tree
-        live = {block_id: block for block_id, block in builder.content.items() if _alive(builder, block_id)}
         content_times = [c.ts for c in changes if c.ts > 0]
-        return DocumentState(
-            tree=builder.tree(),
-            metadata=copy.deepcopy(builder.metadata),
-            authors=tuple(self._authors),
+        return self.blocks.state(
+            authors=self._authors,
             create_time=min(content_times) if content_times else 0,
             update_time=max(c.ts for c in changes),
-            heads=tuple(sorted(c.cid for c in changes if c.cid not in depended)),
+            heads=[c.cid for c in changes if c.cid not in depended],
             depth=max(c.depth for c in changes),
-            blocks=live,
         )
+
+    @property
+    def authors(self) -> tuple[str, ...]:
+        """Authors in the order their first change was applied."""
+        return tuple(self._authors)
 
 
 def apply_changes(changes: Iterable[ChangeRecord], actor_of: Mapping[str, str] | None = None) -> DocumentState:
@@ -238,7 +263,7 @@ def apply_changes(changes: Iterable[ChangeRecord], actor_of: Mapping[str, str] |
     return DocumentBuilder().extend(changes, actor_of).state()
 
 
-def _alive(builder: _Builder, block_id: str) -> bool:
+def _alive(builder: BlockTree, block_id: str) -> bool:
     node = block_id
     for _ in range(10_000):
         parent = builder.parent_of.get(node)

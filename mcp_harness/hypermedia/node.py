@@ -5,6 +5,10 @@ Seed node would (so it can be pushed to one unchanged), documents are the state 
 publishing follows the daemon's conventions (the ts=0 genesis for every document, the generation reused on update
 and bumped only when a resource is created anew, one Change per write with `deps` = the current heads).
 
+The current version of each document is materialized in the store as Refs and Changes arrive
+(`hypermedia/materialized.py`), so reading or editing it costs the document, not its history; an old version
+(`?v=`) is still rebuilt from its changes, helped by the caches below.
+
 Plain synchronous code over the store: verbs call it on a worker thread, inside their own transaction.
 """
 
@@ -24,6 +28,7 @@ from mcp_harness.hypermedia.cbor import decode
 from mcp_harness.hypermedia.cid import CID
 from mcp_harness.hypermedia.documents import ChangeRecord, DocumentBuilder, DocumentState
 from mcp_harness.hypermedia.ids import version_string
+from mcp_harness.hypermedia.materialized import Snapshot
 from mcp_harness.identity.keys import KeyPair
 from mcp_harness.store._util import iso_time
 from mcp_harness.store.db import Database
@@ -97,9 +102,9 @@ class Comment:
 class Node:
     """Reads and writes of the embedded node. Methods block; safe to call from several threads.
 
-    Decoded Changes and built document versions are cached in memory. Both are keyed by content hashes (a CID, a set
-    of head CIDs), so an entry can never go stale; a version one edit past a cached one is built by applying just
-    that edit to a copy, so reading a long-lived document does not replay its whole history each time.
+    Document states, decoded Changes and built versions are cached in memory. All are keyed by content hashes (a
+    CID, a set of head CIDs), so an entry can never go stale; a version one edit past a cached build is built by
+    applying just that edit to a copy, so reading old versions in turn does not replay the whole history each time.
     """
 
     def __init__(self, db: Database) -> None:
@@ -107,15 +112,43 @@ class Node:
         self._lock = threading.Lock()
         self._records: OrderedDict[str, ChangeRecord] = OrderedDict()
         self._versions: OrderedDict[tuple[str, ...], tuple[DocumentBuilder, DocumentState]] = OrderedDict()
+        self._states: OrderedDict[tuple[str, ...], DocumentState] = OrderedDict()
 
-    def state(self, heads: Sequence[str]) -> DocumentState:
-        """The document state `heads` denote. Raises NotFound if a change is not held here."""
-        key = tuple(sorted(heads))
+    def current_state(self, ref: RefRow, stored: bytes | None = None) -> DocumentState:
+        """The state a winning Ref's heads denote: its materialized snapshot (`stored`, else read from the store),
+        or a replay when there is none. Raises NotFound if a change is not held here."""
+        key = tuple(sorted(ref.heads))
+        hit = self._cached(key)
+        if hit is not None:
+            return hit
+        data = stored if stored is not None else self.store.materialized(ref)
+        snapshot = Snapshot.from_bytes(data) if data is not None else None
+        if snapshot is None:
+            return self.state(ref.heads)
+        state = snapshot.state()
+        with self._lock:
+            self._states[key] = state
+            while len(self._states) > MAX_CACHED_VERSIONS:
+                self._states.popitem(last=False)
+        return state
+
+    def _cached(self, key: tuple[str, ...]) -> DocumentState | None:
         with self._lock:
             hit = self._versions.get(key)
             if hit is not None:
                 self._versions.move_to_end(key)
                 return hit[1]
+            state = self._states.get(key)
+            if state is not None:
+                self._states.move_to_end(key)
+            return state
+
+    def state(self, heads: Sequence[str]) -> DocumentState:
+        """The document state `heads` denote, rebuilt from its changes. Raises NotFound if one is not held here."""
+        key = tuple(sorted(heads))
+        hit = self._cached(key)
+        if hit is not None:
+            return hit
         reachable = self._reachable(key)
         base = self._base_for(reachable)
         builder = (base.copy() if base is not None else DocumentBuilder()).extend(reachable.values())
@@ -184,10 +217,11 @@ class Node:
             raise NotFound(f"The document at {hm_url(space, path)} was deleted.")
         heads = list(ref.heads)
         if version:
+            # Still a walk of the history (every tip of this generation), even when the version asked is the current.
             heads = [str(CID.parse(part)) for part in version.split(".") if part]
             self._check_version_of(ref, heads, version)
         try:
-            state = self.state(heads)
+            state = self.current_state(ref) if set(heads) == set(ref.heads) else self.state(heads)
         except NotFound as missing:
             raise NotFound(f"Version {version} of {hm_url(space, path)} is not known here: {missing.message}") from None
         return Document(space=space, path=path, ref=ref, state=state)
@@ -210,19 +244,20 @@ class Node:
                 "its history here. Read the document without ?v= for its current version."
             )
 
-    def children(self, space: str, path: str) -> list[Document]:
-        """The live documents directly below a path, by path."""
-        refs = self.store.current_refs_under(space, path)
-        depth = path.count("/") + 1
-        out: list[Document] = []
-        for ref in refs:
-            if ref.path.count("/") != depth or ref.is_tombstone or ref.is_redirect:
-                continue
-            out.append(Document(space=space, path=ref.path, ref=ref, state=self.state(ref.heads)))
-        return out
+    def children(self, space: str, path: str, *, after: str | None = None, limit: int | None = None) -> list[Document]:
+        """The live documents directly below a path, by path: all of them, or a page (those after the path
+        `after`, at most `limit`). One index range, whatever else the space holds."""
+        return [
+            Document(space=space, path=ref.path, ref=ref, state=self.current_state(ref, stored))
+            for ref, stored in self.store.live_children(space, path, after, limit)
+        ]
+
+    def child_count(self, space: str, path: str) -> int:
+        """How many live documents are directly below a path (the total of `children`' pages)."""
+        return self.store.live_child_count(space, path)
 
     def descendant_count(self, space: str, path: str) -> int:
-        return sum(1 for r in self.store.current_refs_under(space, path) if not r.is_tombstone and not r.is_redirect)
+        return self.store.live_descendant_count(space, path)
 
     def comment(self, author: str, comment_tsid: str) -> Comment:
         found = self.find_comment(author, comment_tsid)

@@ -2,7 +2,9 @@
 
 `put` takes blobs that have already been built or verified (`hypermedia.blobs`), so the only way in is through a
 signature check. Index rows are derived from the blob's decoded value in the same transaction as the blob itself:
-a blob is either fully indexed or absent, never half-known. Methods block; call them off the event loop.
+a blob is either fully indexed or absent, never half-known. That includes each resource's winning Ref and the
+materialized state of its heads (`hm_documents.py`), so reading or editing the current version of a document never
+replays its history. Methods block; call them off the event loop.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcp_harness.hypermedia.cbor import decode
 from mcp_harness.hypermedia.cid import CID
 from mcp_harness.hypermedia.documents import ChangeRecord
 from mcp_harness.hypermedia.ids import tsid
 from mcp_harness.identity.keys import account_id
+from mcp_harness.store import hm_documents
 from mcp_harness.store._util import now_ms
 from mcp_harness.store.db import Database
 
@@ -113,6 +115,8 @@ class HypermediaStore:
     def put(self, blobs: Sequence[Blob]) -> list[str]:
         """Store blobs and their index rows in one transaction; a blob already present is left as it is."""
         stored: list[str] = []
+        refs: list[hm_documents.Resource] = []
+        changes_arrived = False
         with self._db.transaction() as conn:
             for blob in blobs:
                 cid = str(blob.cid)
@@ -121,11 +125,18 @@ class HypermediaStore:
                     (cid, blob.type, blob.author, blob.ts, blob.data, now_ms()),
                 ).rowcount
                 if inserted:
-                    self._index(conn, cid, blob)
+                    resource = self._index(conn, cid, blob)
+                    if resource is not None:
+                        refs.append(resource)
+                    changes_arrived = changes_arrived or blob.type == "Change"
                 stored.append(cid)
+            # Once per resource and batch, after every blob of the batch is in: a Ref may come before its Change.
+            if refs or changes_arrived:
+                hm_documents.refresh(conn, refs, changes_arrived=changes_arrived)
         return stored
 
-    def _index(self, conn: sqlite3.Connection, cid: str, blob: Blob) -> None:
+    def _index(self, conn: sqlite3.Connection, cid: str, blob: Blob) -> hm_documents.Resource | None:
+        """Index one new blob; a Ref's resource is returned for `hm_documents.refresh`."""
         value: dict[str, Any] = blob.value
         if blob.type == "Change":
             deps = ".".join(str(d) for d in value.get("deps") or ())
@@ -156,6 +167,7 @@ class HypermediaStore:
                     redirect_path,
                 ),
             )
+            return space, str(value.get("path") or "")
         elif blob.type == "Comment":
             space = principal_account(value["space"]) if "space" in value else blob.author
             thread_root = _link(value.get("threadRoot"))
@@ -186,6 +198,7 @@ class HypermediaStore:
                     blob.ts,
                 ),
             )
+        return None
 
     def data(self, cid: str) -> bytes | None:
         with self._db.reading() as conn:
@@ -211,48 +224,46 @@ class HypermediaStore:
             ).fetchall()
         return {head for row in rows for head in row["heads"].split(".") if head}
 
-    def current_refs_under(self, space: str, prefix: str) -> list[RefRow]:
-        """The winning Ref of every resource whose path starts with `prefix + "/"` (all descendants)."""
-        like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+    def materialized(self, ref: RefRow) -> bytes | None:
+        """The stored snapshot of a resource's state, if `ref` is its winner and the state could be materialized."""
+        with self._db.reading() as conn:
+            row = conn.execute(
+                "SELECT state FROM hm_documents WHERE space = ? AND path = ? AND ref = ?",
+                (ref.space, ref.path, ref.cid),
+            ).fetchone()
+        return None if row is None or row[0] is None else bytes(row[0])
+
+    def live_children(
+        self, space: str, path: str, after: str | None = None, limit: int | None = None
+    ) -> list[tuple[RefRow, bytes | None]]:
+        """The winning Ref and stored snapshot of each live resource directly below `path`, by path: those after
+        the path `after`, at most `limit` of them."""
         with self._db.reading() as conn:
             rows = conn.execute(
-                "SELECT * FROM hm_refs WHERE space = ? AND path LIKE ? ESCAPE '\\' "
-                "ORDER BY path, generation DESC, ts DESC, cid DESC",
-                (space, like),
+                "SELECT r.*, d.state AS state FROM hm_documents d JOIN hm_refs r ON r.cid = d.ref "
+                "WHERE d.space = ? AND d.parent = ? AND d.live = 1 AND d.path > ? ORDER BY d.path LIMIT ?",
+                (space, path, after or "", -1 if limit is None else limit),
             ).fetchall()
-        winners: dict[str, RefRow] = {}
-        for row in rows:
-            winners.setdefault(row["path"], _ref_row(row))
-        return list(winners.values())
+        return [(_ref_row(row), None if row["state"] is None else bytes(row["state"])) for row in rows]
+
+    def live_child_count(self, space: str, path: str) -> int:
+        """How many live resources are directly below `path`."""
+        return self._path_count(space, path, "children")
+
+    def live_descendant_count(self, space: str, path: str) -> int:
+        """How many live resources have a path starting with `path + "/"`."""
+        return self._path_count(space, path, "descendants")
+
+    def _path_count(self, space: str, path: str, column: str) -> int:
+        with self._db.reading() as conn:
+            row = conn.execute(f"SELECT {column} FROM hm_path_counts WHERE space = ? AND path = ?", (space, path))
+            found = row.fetchone()
+        return 0 if found is None else int(found[0])
 
     def change_records(self, cids: Iterable[str]) -> list[ChangeRecord]:
         """The Changes among `cids` this node holds, decoded for applying (one level: deps are not followed)."""
-        wanted = list(dict.fromkeys(cids))
-        records: list[ChangeRecord] = []
         with self._db.reading() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = conn.execute(
-                    "SELECT c.cid, c.author, c.ts, c.depth, c.deps, b.data FROM hm_changes c JOIN hm_blobs b "
-                    f"ON b.cid = c.cid WHERE c.cid IN ({marks})",
-                    chunk,
-                ).fetchall()
-                for row in rows:
-                    value = decode(bytes(row["data"]))
-                    body = value.get("body") if isinstance(value, dict) else None
-                    ops = body.get("ops") if isinstance(body, dict) else None
-                    records.append(
-                        ChangeRecord(
-                            cid=row["cid"],
-                            author=row["author"],
-                            ts=row["ts"],
-                            depth=row["depth"],
-                            deps=tuple(d for d in row["deps"].split(".") if d),
-                            ops=tuple(op for op in ops or () if isinstance(op, dict)),
-                        )
-                    )
-        return records
+            return list(hm_documents.load_changes(conn, cids).values())
 
     def comment(self, author: str, comment_tsid: str) -> tuple[CommentRow, bytes] | None:
         """The latest version of a comment (edits and deletions reuse the TSID) with its blob bytes."""

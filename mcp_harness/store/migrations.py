@@ -366,6 +366,54 @@ def m009_touched_tools(conn: sqlite3.Connection) -> None:
 
 
 @migration
+def m010_hm_materialized(conn: sqlite3.Connection) -> None:
+    # Hypermedia state is kept, not replayed (`store/hm_documents.py`): each resource's winning Ref with the
+    # materialized state of its heads, updated in the transaction that stores a Ref, so an edit or a cold read costs
+    # the change and not every version before it; `parent` makes a directory an index range and `hm_path_counts` its
+    # totals (live children and descendants of each path) a lookup. The latest-ts lookup every publish makes (by
+    # author) had only an index with the type first, so it scanned every blob. The backfill replays each stored
+    # document once.
+    from mcp_harness.store.hm_documents import count, rows_for_backfill
+
+    _execute_all(
+        conn,
+        """
+        CREATE INDEX hm_blobs_by_author ON hm_blobs(author, ts);
+
+        CREATE TABLE hm_documents (
+            space TEXT NOT NULL,
+            path TEXT NOT NULL,
+            parent TEXT,
+            ref TEXT NOT NULL,
+            live INTEGER NOT NULL,
+            heads TEXT NOT NULL,
+            pending INTEGER NOT NULL,
+            state BLOB,
+            PRIMARY KEY (space, path)
+        ) WITHOUT ROWID;
+        CREATE INDEX hm_documents_by_parent ON hm_documents(space, parent, path) WHERE live = 1;
+        CREATE INDEX hm_documents_by_heads ON hm_documents(heads) WHERE live = 1 AND state IS NOT NULL;
+        CREATE INDEX hm_documents_pending ON hm_documents(pending) WHERE pending = 1;
+
+        CREATE TABLE hm_path_counts (
+            space TEXT NOT NULL,
+            path TEXT NOT NULL,
+            children INTEGER NOT NULL,
+            descendants INTEGER NOT NULL,
+            PRIMARY KEY (space, path)
+        ) WITHOUT ROWID;
+        """,
+    )
+    for row in rows_for_backfill(conn):
+        conn.execute(
+            "INSERT INTO hm_documents (space, path, parent, ref, live, heads, pending, state) VALUES (?,?,?,?,?,?,?,?)",
+            row,
+        )
+        if row[4]:
+            count(conn, (row[0], row[1]), 1)
+
+
+@migration
 def m011_thread_search(conn: sqlite3.Connection) -> None:
     """Thread search as an index (store/search.py): trigram FTS5 tables of messages and titles, backfilled."""
     from mcp_harness.store import search
@@ -373,6 +421,19 @@ def m011_thread_search(conn: sqlite3.Connection) -> None:
     for statement in search.SCHEMA:
         conn.execute(statement)
     search.backfill(conn)
+
+
+@migration
+def m012_event_payloads(conn: sqlite3.Connection) -> None:
+    """Storage that does not balloon: the event log and the script journal become rowid tables (store/rowid_tables.py:
+    a 1 KiB row no longer takes a 4 KiB overflow page), and the large values of tool events move to `event_payloads`,
+    stored once by hash (store/payloads.py). The log's large tool events are split here, once."""
+    from mcp_harness.store import payloads, rowid_tables
+
+    rowid_tables.upgrade(conn)
+    for statement in payloads.SCHEMA:
+        conn.execute(statement)
+    payloads.split_existing(conn)
 
 
 def migrate(conn: sqlite3.Connection) -> list[str]:

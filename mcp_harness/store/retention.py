@@ -235,11 +235,16 @@ def _unindex(conn: sqlite3.Connection, session_id: str, messages: list[bytes]) -
         text = message_text(cbor2.loads(blob))
         if text is None:
             continue
-        where, args = "session_id = ? AND content = ?", [session_id, text]
+        exact = "SELECT rowid FROM message_search WHERE session_id = ? AND content = ? ORDER BY rowid LIMIT 1"
+        row = None
         if len(text) >= 3:
             # The trigram index finds the row from a piece of its text; the rest of the condition checks it is this.
-            where, args = "message_search MATCH ? AND " + where, ['"' + text[:64].replace('"', '""') + '"', *args]
-        row = conn.execute(f"SELECT rowid FROM message_search WHERE {where} ORDER BY rowid LIMIT 1", args).fetchone()
+            phrase = '"' + text[:64].replace('"', '""') + '"'
+            indexed = exact.replace("WHERE", "WHERE message_search MATCH ? AND")
+            with suppress(sqlite3.OperationalError):  # a piece FTS5 cannot parse: the scan below finds it
+                row = conn.execute(indexed, (phrase, session_id, text)).fetchone()
+        if row is None:
+            row = conn.execute(exact, (session_id, text)).fetchone()
         if row is not None:
             conn.execute("DELETE FROM message_search WHERE rowid = ?", (row[0],))
 

@@ -1,7 +1,8 @@
 """Sessions and their append-only, actor-stamped event logs, plus each session's live plan.
 
 Every append also keeps `open_calls` (the calls still owed a result, `store/open_calls.py`) in step, in its own
-transaction.
+transaction. A large tool event's big values are stored once by hash beside the log (`store/payloads.py`) and put
+back when events are read.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import cbor2
 
 from mcp_harness.errors import NotFound
 from mcp_harness.jsondepth import without_surrogates
-from mcp_harness.store import open_calls, search, touched
+from mcp_harness.store import open_calls, payloads, search, touched
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.db import Database
 from mcp_harness.store.open_calls import OpenCall
@@ -68,14 +69,14 @@ def _session(row: sqlite3.Row) -> SessionRecord:
     )
 
 
-def _event(row: sqlite3.Row) -> EventRecord:
+def _event(row: sqlite3.Row, resolver: payloads.Resolver) -> EventRecord:
     return EventRecord(
         session_id=row["session_id"],
         seq=row["seq"],
         id=row["id"],
         type=row["type"],
         actor=row["actor"],
-        payload=cbor2.loads(row["event_cbor"]),
+        payload=resolver.loads(row["event_cbor"]),
         created_at=row["created_at"],
     )
 
@@ -178,12 +179,14 @@ class SessionStore:
             for payload, actor in events:
                 event_id = new_id()
                 stamped, blob = _encoded({**payload, "actor": actor})
+                stored = payloads.split(stamped, blob)
                 row = conn.execute(
                     "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) "
                     "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ? FROM session_events WHERE session_id = ? "
                     "RETURNING seq",
-                    (session_id, event_id, payload["type"], actor, blob, ts, session_id),
+                    (session_id, event_id, payload["type"], actor, stored.blob, ts, session_id),
                 ).fetchone()
+                payloads.store(conn, session_id, int(row[0]), stored.parts, ts)
                 records.append(
                     EventRecord(
                         session_id=session_id,
@@ -203,6 +206,14 @@ class SessionStore:
 
     def events(self, session_id: str, *, last: int | None = None) -> list[EventRecord]:
         """Events in `seq` order; `last` keeps only the newest N."""
+        try:
+            return self._events(session_id, last)
+        except payloads.MissingValue:
+            # `mcp-harness gc` pruned an event just read, and the value only it used, before its value was fetched:
+            # read again without it. A value missing twice is a damaged database, and says so.
+            return self._events(session_id, last)
+
+    def _events(self, session_id: str, last: int | None) -> list[EventRecord]:
         with self.db.reading() as conn:
             if last is None:
                 rows = conn.execute(
@@ -214,7 +225,8 @@ class SessionStore:
                     "ORDER BY seq",
                     (session_id, last),
                 ).fetchall()
-        return [_event(r) for r in rows]
+        resolver = payloads.Resolver(self.db)
+        return [_event(r, resolver) for r in rows]
 
     def get_plan(self, session_id: str) -> dict[str, Any] | None:
         with self.db.reading() as conn:
