@@ -11,17 +11,24 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_harness.addresses import Address
-from mcp_harness.spaces.hm.options import ACTION_OPTIONS, BASE_OPTIONS, FROM_PATH_OPTIONS, WRITE_OPTIONS
+from mcp_harness.spaces.hm.options import (
+    ACTION_OPTIONS,
+    BASE_OPTIONS,
+    FROM_PATH_OPTIONS,
+    READ_OPTIONS,
+    WRITE_OPTIONS,
+)
 from mcp_harness.spaces.space import ResourceBody, ResourceForm, Space
-from mcp_harness.verbs.base import VerbContext, VerbResult
+from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_options
 
-__all__ = ["ACTION_OPTIONS", "BASE_OPTIONS", "FROM_PATH_OPTIONS", "SPACE", "WRITE_OPTIONS"]
+__all__ = ["ACTION_OPTIONS", "BASE_OPTIONS", "FROM_PATH_OPTIONS", "READ_OPTIONS", "SPACE", "WRITE_OPTIONS"]
 
 
 def read_document(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: str) -> VerbResult:
     from mcp_harness.spaces.hm.read import read_hm
 
-    return read_hm(ctx, address.rest, fmt)
+    refuse_unknown_options("read hm://", options, READ_OPTIONS)
+    return read_hm(ctx, address.rest, fmt, options)
 
 
 def write_document(
@@ -45,6 +52,7 @@ SPACE = Space(
     name="hm",
     kinds=("hm",),
     read=read_document,
+    read_options=READ_OPTIONS,
     read_form="hm://<account>/<path>[?v=…][#block] (views /:directory, /:attributes, /:profile, /:comments)",
     read_line="""- `hm://<account>/<path>`: a signed document as markdown with block ids; `?v=<version>`, `#<block>`, views `/:directory`, `/:attributes`, `/:profile`, `/:comments`; `hm://<author>/<tsid>` is a comment.""",  # noqa: E501
     read_details="""## `hm://<account>/<path>`
@@ -52,7 +60,8 @@ A signed document on this server's embedded hypermedia node.
 - The text result is markdown in Seed's dialect: frontmatter and `<!-- id:… -->` block markers, so what you read can be edited and written back with its block ids intact. Embeds are resolved two levels deep; the rendering is kept to 262,144 characters (then `truncated: true`). `format: "json"` returns the block tree instead.
 - `?v=<version>` reads an older version; `#<block>` one block; `#<block>[start:end]` part of its text (code-point offsets).
 - `hm://<author>/<tsid>` reads a comment.
-- Views: `/:directory` (child documents), `/:attributes` (metadata only), `/:profile` (an account's profile), `/:comments` (the document's comments).
+- Views: `/:directory` (child documents, in path order, a page of at most `options.limit` — 1 to 500, default 100 — with `totalDocuments`, and `nextCursor` while more remain: pass it as `options.cursor`), `/:attributes` (metadata only), `/:profile` (an account's profile), `/:comments` (the document's comments).
+- Options other than a directory's `cursor` and `limit` are refused.
 - Every result carries `requestedId` as asked, the canonical `id` and the `version` read; after a redirect, also `redirectedFrom`.""",  # noqa: E501
     write=write_document,
     write_options=WRITE_OPTIONS,

@@ -17,3 +17,7 @@ ACTION_OPTIONS: dict[str, tuple[str, ...]] = {
 FROM_PATH_OPTIONS = ("fromPath", "signer")
 """A write publishing a memory file (`options.fromPath`) takes only these."""
 WRITE_OPTIONS = tuple(dict.fromkeys(key for keys in (*ACTION_OPTIONS.values(), FROM_PATH_OPTIONS) for key in keys))
+READ_OPTIONS = ("cursor", "limit")
+"""A read takes options only for the `/:directory` view's pages."""
+DIRECTORY_PAGE = 100
+MAX_DIRECTORY_PAGE = 500

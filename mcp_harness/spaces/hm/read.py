@@ -7,6 +7,8 @@ can edit and write back with its block ids intact; `format: "json"` returns the 
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +18,7 @@ from mcp_harness.hypermedia.documents import find_block
 from mcp_harness.hypermedia.ids import HmId, parse_hm_id
 from mcp_harness.hypermedia.markdown import bound_rendered, render_markdown
 from mcp_harness.hypermedia.node import Comment, Document, Node, comment_tree, hm_url
+from mcp_harness.spaces.hm.options import DIRECTORY_PAGE, MAX_DIRECTORY_PAGE
 from mcp_harness.store._util import iso_time
 from mcp_harness.verbs.base import VerbContext, VerbResult
 
@@ -23,7 +26,7 @@ VIEWS = (":directory", ":attributes", ":profile", ":comments")
 EMBED_DEPTH = 2
 
 
-def read_hm(ctx: VerbContext, text: str, fmt: str) -> VerbResult:
+def read_hm(ctx: VerbContext, text: str, fmt: str, options: dict[str, Any] | None = None) -> VerbResult:
     requested = parse_hm_id(text)
     node: Node = ctx.services.hypermedia
     segments = list(requested.path)
@@ -35,6 +38,9 @@ def read_hm(ctx: VerbContext, text: str, fmt: str) -> VerbResult:
     if view is not None and view not in VIEWS:
         raise BadRequest(f"Unknown view {view!r}. Supported views: {', '.join('/' + v for v in VIEWS)}.")
     path = "".join(f"/{s}" for s in segments)
+    if options and view != ":directory":
+        keys = ", ".join(sorted(options))
+        raise BadRequest(f"read hm:// option(s) {keys} page the /:directory view only; {text} is not one.")
     if view == ":profile":
         return _profile(node, requested, text, fmt)
     if view is None and len(segments) == 1 and node.ref(requested.uid, path) is None:
@@ -54,7 +60,7 @@ def read_hm(ctx: VerbContext, text: str, fmt: str) -> VerbResult:
         }
         return VerbResult.of(data, _metadata_lines(document.state.metadata), fmt=fmt)
     if view == ":directory":
-        return _directory(node, document, base, fmt)
+        return _directory(node, document, base, fmt, options or {})
     if view == ":comments":
         return _comments(node, document, base, fmt)
     return _document(node, document, requested, base, fmt)
@@ -166,9 +172,43 @@ def _embedded(node: Node, link: str) -> tuple[str, tuple[BlockNode, ...]] | None
     return document.name or document.id, document.state.tree
 
 
-def _directory(node: Node, document: Document, base: dict[str, Any], fmt: str) -> VerbResult:
+def _page_of(options: dict[str, Any], under: str) -> tuple[str | None, int]:
+    """The child path a `/:directory` page starts after, and its size; 400 naming what is accepted otherwise."""
+    limit = options.get("limit", DIRECTORY_PAGE)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_DIRECTORY_PAGE:
+        raise BadRequest(
+            f"read hm:// option limit must be an integer from 1 to {MAX_DIRECTORY_PAGE}; got {json.dumps(limit)}."
+        )
+    cursor = options.get("cursor")
+    if cursor is None:
+        return None, limit
+    after = None
+    if isinstance(cursor, str):
+        try:
+            after = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
+        except ValueError:
+            after = None
+    if after is None or not after.startswith(under + "/") or _cursor(after) != cursor:
+        raise BadRequest(
+            f"read hm:// option cursor must be the nextCursor of an earlier page of this directory; got "
+            f"{json.dumps(cursor)}."
+        )
+    return after, limit
+
+
+def _cursor(path: str) -> str:
+    return base64.urlsafe_b64encode(path.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def _directory(node: Node, document: Document, base: dict[str, Any], fmt: str, options: dict[str, Any]) -> VerbResult:
+    """One page of the child documents in path order: an index range, whatever the directory holds (m010)."""
+    after, limit = _page_of(options, document.path)
+    children = node.children(document.space, document.path, after=after, limit=limit + 1)
+    more = len(children) > limit
+    children = children[:limit]
+    total = node.child_count(document.space, document.path)
     entries = []
-    for child in node.children(document.space, document.path):
+    for child in children:
         entries.append(
             {
                 "id": child.id,
@@ -179,13 +219,18 @@ def _directory(node: Node, document: Document, base: dict[str, Any], fmt: str) -
                 "childrenCount": node.descendant_count(child.space, child.path),
             }
         )
-    count = len(entries)
-    data = {
-        "summary": f"{document.id} has {count} child document{'s' if count != 1 else ''}.",
-        **base,
-        "documents": entries,
-    }
+    summary = f"{document.id} has {total} child document{'s' if total != 1 else ''}."
+    if more or after is not None:
+        summary += f" This page holds {len(entries)}" + (
+            "; pass options.cursor for the next." if more else ", the last."
+        )
+    data: dict[str, Any] = {"summary": summary, **base, "documents": entries, "totalDocuments": total}
+    if more:
+        data["nextCursor"] = _cursor(children[-1].path)
     lines = [f"- [{e['name'] or e['path']}]({e['id']}) — {e['summary']}".rstrip(" —") for e in entries]
+    if more:
+        left = f"{total - len(entries)} more" if after is None else "more"
+        lines.append(f"- … {left} (pass options.cursor {data['nextCursor']})")
     return VerbResult.of(data, "\n".join(lines) or None, fmt=fmt)
 
 
