@@ -15,8 +15,8 @@ Curves:
 - `hm-directory` — D documents (100 / 1k / 10k) directly under one parent document, made the same way (one Change
   and one Ref each, on the signer's shared genesis). A fresh harness, then the median of 5 `read hm://…/parent/
   :directory` calls (1 when a call takes over 5 s). Target: ≤ 50 ms at the largest size for one page of the view.
-  The view has no pages yet: it lists every child, so its one page is the whole listing, and it cannot meet the
-  target until it pages. Beside it, what one page would cost: `Node.children(limit=100)` with each child's
+  The view is paged (100 children by default), so this is its first page. Beside it, the node's own cost of a
+  page: `Node.children(limit=100)` with each child's
   descendant count and the total (`child_count`), on a node with nothing cached, median of 5. Target: flat
   (≤ 1.5× at small).
 - `hm-publish` — B background blobs (1k / 100k / 1M) bulk-inserted as synthetic rows straight into `hm_blobs`
@@ -25,6 +25,15 @@ Curves:
   top of them, through the node of that same fresh harness: the p50 of 50 publishes, each an `update` of a small
   document (read it, sign a Change and a Ref, store them).
   Target: p50 at the largest size ≤ 1.5× the smallest.
+
+Curves kept in their own modules, run from here (each prints its own lines and says whether it met its target):
+
+- `calls`, `cold-start`, `thread-search` — bench/scale_calls.py: `call`, `tools/list` and `delegate` against a
+  session of 1k / 10k / 100k events (≤ 1.5×); cold start and RSS on a 100k-event session (≤ 1.2×, ≤ +20 MiB);
+  thread search against 1k / 10k / 100k sessions (≤ 2×).
+- `storage` — bench/scale_store.py: database bytes per logged call for reads of a 100 KiB file and 1 KiB writes.
+- `fan-out` — bench/scale_fanout.py: 100 leaves of 200 ms in a two-level tree against the ideal (≤ 1.5× with
+  max_agent_runs ≥ 100).
 
 The dev box is shared (2 cores): expect ±30% between runs, and repeat a curve that misses narrowly.
 
@@ -395,13 +404,44 @@ CURVES: dict[str, tuple[Callable[[tuple[int, ...]], Curve], tuple[int, ...]]] = 
 }
 
 
+def _calls(only: str) -> Callable[[], bool]:
+    def run() -> bool:
+        import scale_calls  # bench/ is the script's directory, so its siblings import by name
+
+        return anyio.run(scale_calls.main, [1_000, 10_000, 100_000], 15, only)
+
+    return run
+
+
+def _storage() -> bool:
+    import scale_store
+
+    return scale_store.curve_storage()
+
+
+def _fan_out() -> bool:
+    import scale_fanout
+
+    return anyio.run(scale_fanout.main, [16, 128], 5)
+
+
+EXTERNAL: dict[str, Callable[[], bool]] = {
+    "calls": _calls("call"),
+    "cold-start": _calls("cold"),
+    "thread-search": _calls("search"),
+    "storage": _storage,
+    "fan-out": _fan_out,
+}
+"""Curves in their own modules (they print their own report); they take no --sizes."""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--only", choices=list(CURVES), help="run one curve")
+    parser.add_argument("--only", choices=[*CURVES, *EXTERNAL], help="run one curve")
     parser.add_argument("--sizes", help="comma-separated sizes overriding the curve's (with --only); the first is 1×")
     args = parser.parse_args()
-    if args.sizes and not args.only:
-        parser.error("--sizes needs --only")
+    if args.sizes and (not args.only or args.only in EXTERNAL):
+        parser.error("--sizes needs --only with one of: " + ", ".join(CURVES))
     missed: list[str] = []
     for name, (curve_fn, sizes) in CURVES.items():
         if args.only not in (None, name):
@@ -411,6 +451,13 @@ def main() -> int:
         started = time.perf_counter()
         curve = curve_fn(sizes)
         if not curve.report():
+            missed.append(name)
+        print(f"  ({time.perf_counter() - started:.0f} s)")
+    for name, run in EXTERNAL.items():
+        if args.only not in (None, name):
+            continue
+        started = time.perf_counter()
+        if not run():
             missed.append(name)
         print(f"  ({time.perf_counter() - started:.0f} s)")
     if missed:

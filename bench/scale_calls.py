@@ -243,7 +243,7 @@ async def main(sizes: list[int], rounds: int, only: str | None) -> bool:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--only", choices=["call", "cold", "search"])
