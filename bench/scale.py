@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from hypermedia import fifty_block_document  # bench/hypermedia.py: the same 50-block document
 
 from mcp_harness.config import load_settings
 from mcp_harness.definition import normalize_definition
@@ -178,21 +179,6 @@ def publish_in_batches(harness: Harness, made: Iterator[Blob]) -> None:
             batch = []
     if batch:
         harness.hypermedia.publish(batch)
-
-
-def fifty_block_document() -> str:
-    """Markdown of 50 blocks: 5 sections of a heading, 6 paragraphs, 2 list items and a code block."""
-    parts = ["---\nname: Bench document\n---\n"]
-    for section in range(5):
-        parts.append(f"## Section {section}\n")
-        parts.extend(
-            f"Paragraph {p} of section {section} has **bold words** and a [link](https://example.org/{section}/{p}) "
-            "in ordinary prose of a typical length.\n"
-            for p in range(6)
-        )
-        parts.append("- first point\n- second point\n")
-        parts.append(f"```python\nprint({section})\n```\n")
-    return "\n".join(parts)
 
 
 # --- hm-update ----------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_harness import cursors
 from mcp_harness.addresses import memory_uri as memory_resource_uri
 from mcp_harness.addresses import parse_address, thread_uri, tool_uri
 from mcp_harness.errors import HarnessError
@@ -74,7 +75,7 @@ def not_found_code(protocol_version: str | None) -> int:
 
 
 def encode_cursor(path: str) -> str:
-    return CURSOR_PREFIX + base64.urlsafe_b64encode(path.encode("utf-8")).decode("ascii").rstrip("=")
+    return CURSOR_PREFIX + cursors.encode(path)
 
 
 def decode_cursor(cursor: str | None) -> str | None:
@@ -85,13 +86,12 @@ def decode_cursor(cursor: str | None) -> str | None:
     match = _CURSOR.fullmatch(cursor)
     path = None
     if match:
-        body = match.group(1)
+        path = cursors.decode(match.group(1))
         try:
-            path = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode("utf-8")
-            # Only the canonical spelling of a normalized path: one cursor per position, and no path tricks.
-            if encode_cursor(path) != cursor or normalize_memory_path(path) != path:
+            # Only a normalized path: no path tricks in a cursor.
+            if path is not None and normalize_memory_path(path) != path:
                 path = None
-        except (ValueError, HarnessError):
+        except HarnessError:
             path = None
     if path is None:
         raise MCPError(

@@ -7,11 +7,11 @@ can edit and write back with its block ids intact; `format: "json"` returns the 
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import replace
 from typing import Any
 
+from mcp_harness import cursors
 from mcp_harness.errors import BadRequest, NotFound
 from mcp_harness.hypermedia.blocks import Block, BlockNode, tree_to_json, walk
 from mcp_harness.hypermedia.documents import find_block
@@ -182,22 +182,13 @@ def _page_of(options: dict[str, Any], under: str) -> tuple[str | None, int]:
     cursor = options.get("cursor")
     if cursor is None:
         return None, limit
-    after = None
-    if isinstance(cursor, str):
-        try:
-            after = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
-        except ValueError:
-            after = None
-    if after is None or not after.startswith(under + "/") or _cursor(after) != cursor:
+    after = cursors.decode(cursor)
+    if after is None or not after.startswith(under + "/"):
         raise BadRequest(
             f"read hm:// option cursor must be the nextCursor of an earlier page of this directory; got "
             f"{json.dumps(cursor)}."
         )
     return after, limit
-
-
-def _cursor(path: str) -> str:
-    return base64.urlsafe_b64encode(path.encode("utf-8")).decode("ascii").rstrip("=")
 
 
 def _directory(node: Node, document: Document, base: dict[str, Any], fmt: str, options: dict[str, Any]) -> VerbResult:
@@ -226,7 +217,7 @@ def _directory(node: Node, document: Document, base: dict[str, Any], fmt: str, o
         )
     data: dict[str, Any] = {"summary": summary, **base, "documents": entries, "totalDocuments": total}
     if more:
-        data["nextCursor"] = _cursor(children[-1].path)
+        data["nextCursor"] = cursors.encode(children[-1].path)
     lines = [f"- [{e['name'] or e['path']}]({e['id']}) — {e['summary']}".rstrip(" —") for e in entries]
     if more:
         left = f"{total - len(entries)} more" if after is None else "more"
