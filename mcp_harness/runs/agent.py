@@ -63,6 +63,13 @@ class Turn:
     last_text: str = ""
     owed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     """Obligations still open when a reply called no tools (computed with the reply's write: one trip)."""
+    depth: int | None = None
+    """The run's spawn depth (`delegate.spawn_depth`), read once: it never changes while the run lives."""
+
+    def spawn_depth(self, stores: Stores) -> int:
+        if self.depth is None:
+            self.depth = delegate_verb.spawn_depth(stores, self.run)
+        return self.depth
 
 
 def effective_agent(agent: AgentRecord, spec: dict[str, Any]) -> AgentRecord:
@@ -107,7 +114,9 @@ class AgentExecutor:
         if run.session_id is None or run.agent_id is None:
             return Failed(code="config-error", message="An agent run needs a session and an agent.")
         try:
-            started = await self.services.engine.offload(self._start, run)
+            # First in line: this sends the run's model request, so in a fan-out the children claimed already start
+            # waiting on their models while their siblings are still being spawned.
+            started = await self.services.engine.offload(self._start, run, first=True)
         except HarnessError as exc:
             return Failed(code="config-error", message=exc.message)
         if started is None:
@@ -183,7 +192,7 @@ class AgentExecutor:
         if block:
             messages.append(Message(role="user", content=block))
         tools = [ToolSpec(name=v.name, description=v.description, input_schema=v.input_schema) for v in VERBS.values()]
-        if delegate_verb.spawn_depth(h, run) + 1 > delegate_verb.MAX_DEPTH:
+        if turn.spawn_depth(h) + 1 > delegate_verb.MAX_DEPTH:
             tools = [t for t in tools if t.name != "delegate"]
         for name, spec in promoted_callables(h, agent, run.session_id).items():
             tools.append(ToolSpec(name=name, description=spec.description, input_schema=spec.input_schema))
@@ -391,6 +400,7 @@ class AgentExecutor:
                         parent_run=run,
                         tool_call_id=call.id,
                         spec=spec,
+                        parent_depth=turn.spawn_depth(h),
                     )
 
             # The call is logged and the child spawned in one transaction: no child without its call, or vice versa.

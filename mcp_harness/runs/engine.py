@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
-import anyio.lowlevel
-import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 
 from mcp_harness.errors import HarnessError
+from mcp_harness.runs.lane import StoreLane
 from mcp_harness.runs.outcomes import Canceled, Failed, Outcome
 from mcp_harness.runs.policy import RETRY_BASE_MS, RETRY_CAP_MS
 from mcp_harness.store import instances
@@ -117,30 +116,21 @@ class RunEngine:
         # Claiming and cancelling take turns, so a run cancel_tree reports as claimed is always in `_running`.
         self._lock = anyio.Lock()
         self._wake_socket: socket.socket | None = None
-        self._lane: tuple[object, anyio.CapacityLimiter] | None = None
+        self._lane = StoreLane(store)
         self._beat_due = 0
         self._ended_check_due = 0
 
     # -- the store lane ----------------------------------------------------------------------------------------
 
-    async def offload(self, fn: Callable[..., T], *args: Any) -> T:
+    async def offload(self, fn: Callable[..., T], *args: Any, first: bool = False) -> T:
         """Run a short blocking store call (no network, no sandbox) off the event loop, on the engine's lane.
 
-        The lane runs one call at a time, first come first served. The store has one SQLite connection behind one
-        lock, so running these calls side by side on many threads gains nothing; it made them slower: ten runs
-        starting at once put ten threads in a convoy on that lock and the GIL, and each of their first model
-        requests went out only when the slowest had finished its set-up. In line, each run's set-up finishes in
-        turn and its model call starts at once. Tool calls (which may fetch or execute for seconds) never use it.
+        The lane (`runs/lane.py`) runs one call at a time, first come first served, and commits the calls that
+        queued up behind a running one together. In line, each run's set-up finishes in turn and its model call
+        starts at once. Tool calls (which may fetch or execute for seconds) never use it. `first` goes ahead of the
+        calls still waiting: the pump's claims, so children spawned early start while later ones are still spawned.
         """
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self._lane_limiter())
-
-    def _lane_limiter(self) -> anyio.CapacityLimiter:
-        # One limiter per event loop: an engine may outlive the loop it first ran in (tests, CLI commands).
-        loop = anyio.lowlevel.current_token().native_token
-        lane = self._lane
-        if lane is None or lane[0] is not loop:
-            lane = self._lane = (loop, anyio.CapacityLimiter(1))
-        return lane[1]
+        return await self._lane.call(fn, *args, first=first)
 
     # -- serving -----------------------------------------------------------------------------------------------
 
@@ -220,7 +210,7 @@ class RunEngine:
         while True:
             try:
                 if now_ms() >= self._beat_due:
-                    await self.offload(self._heartbeat)
+                    await self.offload(self._heartbeat, first=True)
                 if self._running and now_ms() >= self._ended_check_due:
                     await self._stop_ended_elsewhere()
                 delay = await self._pass(tg)
@@ -235,7 +225,7 @@ class RunEngine:
         """Stop executing runs another process ended (`mcp-harness runs cancel`): their rows are terminal, so what
         the execution would still do is discarded anyway (canceled is sticky); stopping saves the tokens and time."""
         self._ended_check_due = now_ms() + ENDED_CHECK_MS
-        ended = await self.offload(self.store.ended_among, list(self._running))
+        ended = await self.offload(self.store.ended_among, list(self._running), first=True)
         for run_id in ended:
             slot = self._running.get(run_id)
             if slot is not None and slot.settled is None:  # not one this engine just settled itself
@@ -246,7 +236,7 @@ class RunEngine:
         """Requeue due timers, claim what capacity allows, start each claim. Returns how long to sleep."""
         async with self._lock:
             free = {kind: limit - self._count(kind) for kind, limit in self.limits.items()}
-            claimed, due = await self.offload(self._dispatch, free, set(self._running))
+            claimed, due = await self.offload(self._dispatch, free, set(self._running), first=True)
             for run in claimed:
                 slot = _Slot(kind=run.kind, scope=anyio.CancelScope())
                 self._running[run.id] = slot

@@ -261,6 +261,35 @@ class RunStore:
             ).fetchone()
         return None if row[0] is None else int(row[0])
 
+    def queue_place(self, run: RunRecord) -> tuple[int, int, bool]:
+        """Why a queued run has not started, in one read: how many runs of its kind are live (claimed or running),
+        how many due queued runs of its kind come before it in claim order, and whether its session already has a
+        live turn (an agent run then waits for that turn whatever the limit)."""
+        interactive = 1 if run.queue == "interactive" else 0
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT (SELECT COUNT(*) FROM runs WHERE kind = ? AND status IN ('claimed', 'running')),"
+                " (SELECT COUNT(*) FROM runs r WHERE r.kind = ? AND r.status = 'queued' AND r.id != ?"
+                "  AND (r.not_before IS NULL OR r.not_before <= ?)"
+                "  AND ((r.queue = 'interactive') > ? OR ((r.queue = 'interactive') = ?"
+                "  AND (r.created_at, r.id) < (?, ?)))),"
+                " ? IS NOT NULL AND EXISTS (SELECT 1 FROM runs o WHERE o.session_id = ?"
+                "  AND o.status IN ('claimed', 'running'))",
+                (
+                    run.kind,
+                    run.kind,
+                    run.id,
+                    now_ms(),
+                    interactive,
+                    interactive,
+                    run.created_at,
+                    run.id,
+                    run.session_id if run.kind == "agent" else None,
+                    run.session_id,
+                ),
+            ).fetchone()
+        return int(row[0]), int(row[1]), bool(row[2])
+
     # -- dispatch --------------------------------------------------------------------------------------------------
 
     def claim_next(
@@ -282,16 +311,49 @@ class RunStore:
         """Claim up to `free[kind]` runs of each kind, in `claim_next` order, and mark them running, all in one
         transaction: a pump pass's claims commit together or not at all (so none is left 'claimed' unstarted).
         """
-        left = dict(free)
-        claimed: list[RunRecord] = []
+        left = {kind: n for kind, n in free.items() if n > 0}
+        if not left:
+            return []
+        ts = now_ms()
+        kinds = sorted(left)
+        skip = sorted(exclude)
+        skip_sql = f" AND r.id NOT IN ({', '.join('?' for _ in skip)})" if skip else ""
         with self.db.transaction() as conn:
-            while kinds := [kind for kind, n in left.items() if n > 0]:
-                row = self._claim(conn, owner, kinds, lease_ms, exclude, start=True)
-                if row is None:
+            # One read of the candidates in claim order and one update of the chosen, rather than one claim
+            # statement (each sorting the whole queue again) per run: a fan-out's hundred children are claimed in
+            # one pass. The choice is `claim_next`'s, repeated: a kind's free slots, and one live turn per session
+            # (the statement's EXISTS covers turns already live; `sessions` covers the ones chosen here).
+            candidates = conn.execute(
+                "SELECT r.id, r.kind, r.session_id FROM runs r WHERE r.status = 'queued'"
+                f" AND (r.not_before IS NULL OR r.not_before <= ?) AND r.kind IN ({', '.join('?' for _ in kinds)})"
+                f"{skip_sql} AND NOT (r.kind = 'agent' AND r.session_id IS NOT NULL AND EXISTS ("
+                "  SELECT 1 FROM runs o WHERE o.session_id = r.session_id AND o.status IN ('claimed', 'running')))"
+                " ORDER BY r.queue = 'interactive' DESC, r.created_at, r.id",
+                (ts, *kinds, *skip),
+            ).fetchall()
+            chosen: list[str] = []
+            sessions: set[str] = set()
+            for run_id, kind, session_id in candidates:
+                if left[kind] <= 0:
+                    continue
+                if kind == "agent" and session_id is not None:
+                    if session_id in sessions:
+                        continue
+                    sessions.add(session_id)
+                chosen.append(run_id)
+                left[kind] -= 1
+                if not any(n > 0 for n in left.values()):
                     break
-                claimed.append(_record(row))
-                left[row["kind"]] -= 1
-        return claimed
+            if not chosen:
+                return []
+            rows = conn.execute(
+                "UPDATE runs SET status = 'running', started_at = COALESCE(started_at, ?), lease_owner = ?, "
+                "lease_expires_at = ?, attempt = attempt + 1, not_before = NULL, updated_at = ? "
+                f"WHERE id IN ({', '.join('?' for _ in chosen)}) RETURNING *",
+                (ts, owner, ts + lease_ms, ts, *chosen),
+            ).fetchall()
+        by_id = {row["id"]: _record(row) for row in rows}
+        return [by_id[run_id] for run_id in chosen]
 
     @staticmethod
     def _claim(

@@ -104,17 +104,21 @@ def spawn_child(
     spec: dict[str, Any],
     script_step: dict[str, Any] | None = None,
     scope: Scope | None = None,
+    parent_depth: int | None = None,
 ) -> Spawned:
     """Create the child session (brief as its first message) and enqueue its run. Blocking; one transaction.
 
     A script's model child has no `tool_call_id`: it answers no transcript call, and its parent script re-attaches
     to it by run id from its journal. Its plan step is the script's open `ctx.step` (`script_step`: `{id, label}`,
     empty for none), not the conversation's. `scope` is the caller's (`scope.py`); a run's children inherit the
-    scope recorded on their parent run."""
+    scope recorded on their parent run. `parent_depth` is `spawn_depth(parent_run)` when the caller has it (an agent
+    turn spawning a reply's children), so it is not read again for each."""
     from mcp_harness.store._util import new_id
 
     scope = _scope_of(stores, parent_run, scope)
-    depth = (spawn_depth(stores, parent_run) if parent_run is not None else 0) + 1
+    if parent_depth is None and parent_run is not None:
+        parent_depth = spawn_depth(stores, parent_run)
+    depth = (parent_depth or 0) + 1
     if depth > MAX_DEPTH:
         raise BadRequest(f"Sub-session depth limit reached ({MAX_DEPTH}); finish the work here.")
     if parent_run is not None:
