@@ -5,17 +5,22 @@ transcripts and journals with the helpers here too."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mcp_harness import cursors
 from mcp_harness.errors import BadRequest
 from mcp_harness.scope import Owner
+from mcp_harness.store._util import now_ms
 from mcp_harness.store.sessions import EventRecord, SessionRecord
 from mcp_harness.verbs.base import VerbContext, VerbResult
+
+if TYPE_CHECKING:
+    from mcp_harness.runs.records import RunRecord
 
 THREAD_EVENT_WINDOW = 200
 MAX_TRANSCRIPT_CHARS = 262_144
 MAX_THREAD_LIMIT = 100
-LISTING_OPTIONS = ("query", "agentId", "limit")
+LISTING_OPTIONS = ("query", "agentId", "limit", "cursor")
 
 
 def _limit(options: dict[str, Any]) -> int:
@@ -25,6 +30,24 @@ def _limit(options: dict[str, Any]) -> int:
             f"thread: option limit must be an integer from 1 to {MAX_THREAD_LIMIT}; got {json.dumps(raw)}."
         )
     return raw
+
+
+def _cursor(updated_at: int, session_id: str) -> str:
+    return cursors.encode(f"{updated_at}:{session_id}")
+
+
+def _after(cursor: object, searching: bool) -> tuple[int, str] | None:
+    """Where a `thread:` page starts: after the (updatedAt, id) its cursor names; 400 for anything else."""
+    if cursor is None:
+        return None
+    if searching:
+        raise BadRequest("thread: option cursor pages the listing; a query returns its best matches up to limit.")
+    stamp, _, session_id = (cursors.decode(cursor) or "").partition(":")
+    if not stamp.isdigit() or not session_id:
+        raise BadRequest(
+            f"thread: option cursor must be the nextCursor of an earlier page of thread:; got {json.dumps(cursor)}."
+        )
+    return int(stamp), session_id
 
 
 def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbResult:
@@ -41,21 +64,34 @@ def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbRes
     query = options.get("query")
     if query is not None and not isinstance(query, str):
         raise BadRequest("thread: option query must be a string.")
+    searching = bool(query and query.strip())
+    after = _after(options.get("cursor"), searching)
     sessions = ctx.services.sessions
     scope = ctx.scope
     account = scope.account_id
     wanted = scope.agent_filter(agent_id or None)
+    more, total = False, None
     if scope.confined and agent_id and agent_id != scope.agent_id:
         found: list[tuple[SessionRecord, str | None]] = []  # another agent's threads: as if it had none
-    elif query and query.strip():
-        found = sessions.search(account, query, agent_id=wanted, limit=limit)
+        total = 0
+    elif searching:
+        found = sessions.search(account, query or "", agent_id=wanted, limit=limit)
     else:
-        found = [(s, None) for s in sessions.list(account, agent_id=wanted, limit=limit)]
+        page = sessions.list(account, agent_id=wanted, limit=limit + 1, after=after)
+        more = len(page) > limit
+        found = [(s, None) for s in page[:limit]]
+        total = sessions.count(account, agent_id=wanted)
     names = {a.id: a.definition.name for a in ctx.services.agents.list(account)}
     entries = [_entry(s, snippet, names) for s, snippet in found if scope.sees(s)]
     summary = f"Found {len(entries)} thread{'s' if len(entries) != 1 else ''}"
-    summary += f' matching "{query.strip()}".' if query and query.strip() else ", newest first."
-    data = {"summary": summary, "threads": entries}
+    summary += f' matching "{(query or "").strip()}".' if searching else ", newest first."
+    data: dict[str, Any] = {"summary": summary, "threads": entries}
+    if total is not None:
+        data["totalThreads"] = total
+    if more:
+        last = found[-1][0]
+        data["nextCursor"] = _cursor(last.updated_at, last.id)
+        data["summary"] = f"{summary[:-1]}; more remain: pass options.cursor for the next page."
     lines = [
         f"- {e['thread']} — {e.get('title') or '(untitled)'} · {e['agent']} · {e['status']}"
         + (f"\n  {e['snippet']}" if e.get("snippet") else "")
@@ -190,6 +226,9 @@ def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
             {k: e[k] for k in ("callSeq", "level", "message", "data") if k in e} for e in logs[-JOURNAL_TAIL:]
         ]
     lines = [f"- status: {run.status}", f"- title: {run.title}"]
+    if run.status == "queued":
+        data["queuePlace"], why = _queue_place(ctx, run)
+        lines.append(f"- waiting: {why}")
     if run.wait:
         lines.append(f"- waiting: {json.dumps(info.get('wait'), ensure_ascii=False)}")
     if run.usage:
@@ -208,6 +247,24 @@ def read_run(ctx: VerbContext, run_id: str, fmt: str) -> VerbResult:
     if run.source_text is not None:
         lines.append(f"\n```python\n{run.source_text}\n```")
     return VerbResult.of(data, "\n".join(lines), fmt=fmt)
+
+
+def _queue_place(ctx: VerbContext, run: RunRecord) -> tuple[dict[str, Any], str]:
+    """Why a queued run waits: its retry's time, its session's live turn, or the engine's limit on live runs."""
+    live, ahead, session_busy = ctx.services.runs.queue_place(run)
+    limit = ctx.services.engine.limits.get(run.kind)
+    place: dict[str, Any] = {"ahead": ahead, "live": live, "limit": limit}
+    if run.not_before is not None and run.not_before > now_ms():
+        return place | {"reason": "not-before"}, f"queued until {run.not_before} (a retry's backoff)"
+    if session_busy:
+        return place | {"reason": "session"}, "queued behind its session's current turn (one turn at a time)"
+    if limit is not None and live >= limit:
+        behind = live + ahead
+        return place | {"reason": "limit"}, (
+            f"queued behind {behind} run{'s' if behind != 1 else ''} ({live} live, {ahead} queued before it): at "
+            f"most {limit} {run.kind} runs run at once ([runs] max_{run.kind}_runs)"
+        )
+    return place | {"reason": "next-pass"}, f"queued ({ahead} before it); it starts on the engine's next pass"
 
 
 def read_thread(ctx: VerbContext, session_id: str, fmt: str) -> VerbResult:

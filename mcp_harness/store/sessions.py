@@ -139,17 +139,38 @@ class SessionStore:
             row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return None if row is None else _session(row)
 
-    def list(self, account_id: str, *, agent_id: str | None = None, limit: int = 25) -> list[SessionRecord]:
-        """Newest-updated first."""
+    def list(
+        self,
+        account_id: str,
+        *,
+        agent_id: str | None = None,
+        limit: int = 25,
+        after: tuple[int, str] | None = None,
+    ) -> list[SessionRecord]:
+        """Newest-updated first (ties by id); `after` = the (updated_at, id) of the last session of the page before,
+        so a page is one index range however many sessions the account holds."""
         sql = "SELECT * FROM sessions WHERE account_id = ?"
         args: list[Any] = [account_id]
         if agent_id:
             sql += " AND agent_id = ?"
             args.append(agent_id)
+        if after is not None:
+            sql += " AND (updated_at < ? OR (updated_at = ? AND id > ?))"
+            args += [after[0], after[0], after[1]]
         sql += " ORDER BY updated_at DESC, id LIMIT ?"
         args.append(limit)
         with self.db.reading() as conn:
             return [_session(r) for r in conn.execute(sql, args).fetchall()]
+
+    def count(self, account_id: str, *, agent_id: str | None = None) -> int:
+        """How many sessions `list` pages through."""
+        sql = "SELECT COUNT(*) FROM sessions WHERE account_id = ?"
+        args: list[Any] = [account_id]
+        if agent_id:
+            sql += " AND agent_id = ?"
+            args.append(agent_id)
+        with self.db.reading() as conn:
+            return int(conn.execute(sql, args).fetchone()[0])
 
     def search(
         self, account_id: str, query: str, *, agent_id: str | None, limit: int
