@@ -29,55 +29,9 @@ from mcp_harness.runs.records import LIVE, TERMINAL, RunKind, RunOrigin, RunQueu
 from mcp_harness.store import instances
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.db import Database
+from mcp_harness.store.run_claims import RunClaims, dump_cbor, load_cbor, run_record
 
 _LIVE_SQL = "('queued', 'claimed', 'running', 'waiting')"
-
-
-def _load(blob: bytes | None) -> Any:
-    return None if blob is None else cbor2.loads(blob)
-
-
-def _dump(value: Any) -> bytes | None:
-    return None if value is None else cbor2.dumps(value, canonical=True)
-
-
-def _record(row: sqlite3.Row) -> RunRecord:
-    return RunRecord(
-        id=row["id"],
-        account_id=row["account_id"],
-        root_run_id=row["root_run_id"],
-        parent_run_id=row["parent_run_id"],
-        parent_tool_call_id=row["parent_tool_call_id"],
-        continued_from_run_id=row["continued_from_run_id"],
-        depth=row["depth"],
-        kind=row["kind"],
-        agent_id=row["agent_id"],
-        session_id=row["session_id"],
-        origin=row["origin"],
-        title=row["title"],
-        model=row["model"],
-        status=row["status"],
-        input=_load(row["input_cbor"]) or {},
-        output=_load(row["output_cbor"]),
-        error=_load(row["error_cbor"]),
-        wait=_load(row["wait_cbor"]),
-        attempt=row["attempt"],
-        max_attempts=row["max_attempts"],
-        not_before=row["not_before"],
-        queue=row["queue"],
-        lease_owner=row["lease_owner"],
-        lease_expires_at=row["lease_expires_at"],
-        usage=_load(row["usage_cbor"]),
-        plan=_load(row["plan_cbor"]),
-        created_at=row["created_at"],
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
-        updated_at=row["updated_at"],
-        trigger_firing_id=row["trigger_firing_id"],
-        source_cid=row["source_cid"],
-        source_text=row["source_text"],
-        budget=_load(row["budget_cbor"]),
-    )
 
 
 def _check(what: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -85,7 +39,7 @@ def _check(what: str, value: str, allowed: tuple[str, ...]) -> None:
         raise BadRequest(f"Unknown run {what} {value!r}; use one of: {', '.join(allowed)}.")
 
 
-class RunStore:
+class RunStore(RunClaims):
     """The `runs` table: enqueue, claim, park, finalize, cancel, account usage. Methods block on SQLite.
 
     `retry_base_ms`/`retry_cap_ms` shape the backoff of retryable failures (tests shrink them).
@@ -140,7 +94,7 @@ class RunStore:
         with self.db.transaction() as conn:
             existing = conn.execute("SELECT * FROM runs WHERE id = ?", (rid,)).fetchone()
             if existing is not None:
-                return _record(existing)
+                return run_record(existing)
             root, depth = rid, 0
             if parent_run_id is not None:
                 parent = conn.execute("SELECT root_run_id, depth FROM runs WHERE id = ?", (parent_run_id,)).fetchone()
@@ -168,17 +122,17 @@ class RunStore:
                     origin,
                     clean,
                     model,
-                    _dump(input or {}),
+                    dump_cbor(input or {}),
                     max_attempts,
                     queue,
-                    _dump(budget),
+                    dump_cbor(budget),
                     source_text,
                     source_cid,
                     ts,
                     ts,
                 ),
             ).fetchone()
-        return _record(row)
+        return run_record(row)
 
     # -- the script journal (HARNESS §9.3) ---------------------------------------------------------------------
 
@@ -217,7 +171,7 @@ class RunStore:
     def find(self, run_id: str) -> RunRecord | None:
         with self.db.reading() as conn:
             row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return None if row is None else _record(row)
+        return None if row is None else run_record(row)
 
     def children(self, run_id: str) -> list[RunRecord]:
         """Direct children, oldest first."""
@@ -239,154 +193,6 @@ class RunStore:
         parked = self._select("SELECT * FROM runs WHERE status = 'waiting' ORDER BY created_at, id", ())
         return [r for r in parked if (r.wait or {}).get("reason") == "children"]
 
-    def pending(self) -> tuple[bool, bool, int | None]:
-        """What a pump pass has to do, read without taking the write lock: whether a waiting run's timer is due,
-        whether a queued run is due (it may still be blocked by its session's live turn), and `next_due_at()`."""
-        ts = now_ms()
-        with self.db.reading() as conn:
-            row = conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'waiting' AND not_before IS NOT NULL "
-                "AND not_before <= ?), EXISTS (SELECT 1 FROM runs WHERE status = 'queued' "
-                "AND (not_before IS NULL OR not_before <= ?)), (SELECT MIN(not_before) FROM runs "
-                "WHERE status IN ('queued', 'waiting') AND not_before IS NOT NULL)",
-                (ts, ts),
-            ).fetchone()
-        return bool(row[0]), bool(row[1]), None if row[2] is None else int(row[2])
-
-    def next_due_at(self) -> int | None:
-        """The earliest `not_before` among queued and waiting runs: when the pump next has timed work."""
-        with self.db.reading() as conn:
-            row = conn.execute(
-                "SELECT MIN(not_before) FROM runs WHERE status IN ('queued', 'waiting') AND not_before IS NOT NULL"
-            ).fetchone()
-        return None if row[0] is None else int(row[0])
-
-    def queue_place(self, run: RunRecord) -> tuple[int, int, bool]:
-        """Why a queued run has not started, in one read: how many runs of its kind are live (claimed or running),
-        how many due queued runs of its kind come before it in claim order, and whether its session already has a
-        live turn (an agent run then waits for that turn whatever the limit)."""
-        interactive = 1 if run.queue == "interactive" else 0
-        with self.db.reading() as conn:
-            row = conn.execute(
-                "SELECT (SELECT COUNT(*) FROM runs WHERE kind = ? AND status IN ('claimed', 'running')),"
-                " (SELECT COUNT(*) FROM runs r WHERE r.kind = ? AND r.status = 'queued' AND r.id != ?"
-                "  AND (r.not_before IS NULL OR r.not_before <= ?)"
-                "  AND ((r.queue = 'interactive') > ? OR ((r.queue = 'interactive') = ?"
-                "  AND (r.created_at, r.id) < (?, ?)))),"
-                " ? IS NOT NULL AND EXISTS (SELECT 1 FROM runs o WHERE o.session_id = ?"
-                "  AND o.status IN ('claimed', 'running'))",
-                (
-                    run.kind,
-                    run.kind,
-                    run.id,
-                    now_ms(),
-                    interactive,
-                    interactive,
-                    run.created_at,
-                    run.id,
-                    run.session_id if run.kind == "agent" else None,
-                    run.session_id,
-                ),
-            ).fetchone()
-        return int(row[0]), int(row[1]), bool(row[2])
-
-    # -- dispatch --------------------------------------------------------------------------------------------------
-
-    def claim_next(
-        self, owner: str, *, kinds: Iterable[str], lease_ms: int = 60_000, exclude: Collection[str] = ()
-    ) -> RunRecord | None:
-        """Atomically claim the next due queued run of an allowed kind: interactive before background, then oldest.
-
-        An agent run whose session already has a claimed or running run is skipped, so a session has one live
-        turn at a time. `exclude` names runs whose previous execution is still winding down in this process.
-        Claiming sets the lease and counts an attempt.
-        """
-        with self.db.transaction() as conn:
-            row = self._claim(conn, owner, kinds, lease_ms, exclude, start=False)
-        return None if row is None else _record(row)
-
-    def claim_batch(
-        self, owner: str, free: Mapping[str, int], *, lease_ms: int = 60_000, exclude: Collection[str] = ()
-    ) -> list[RunRecord]:
-        """Claim up to `free[kind]` runs of each kind, in `claim_next` order, and mark them running, all in one
-        transaction: a pump pass's claims commit together or not at all (so none is left 'claimed' unstarted).
-        """
-        left = {kind: n for kind, n in free.items() if n > 0}
-        if not left:
-            return []
-        ts = now_ms()
-        kinds = sorted(left)
-        skip = sorted(exclude)
-        skip_sql = f" AND r.id NOT IN ({', '.join('?' for _ in skip)})" if skip else ""
-        with self.db.transaction() as conn:
-            # One read of the candidates in claim order and one update of the chosen, rather than one claim
-            # statement (each sorting the whole queue again) per run: a fan-out's hundred children are claimed in
-            # one pass. The choice is `claim_next`'s, repeated: a kind's free slots, and one live turn per session
-            # (the statement's EXISTS covers turns already live; `sessions` covers the ones chosen here).
-            candidates = conn.execute(
-                "SELECT r.id, r.kind, r.session_id FROM runs r WHERE r.status = 'queued'"
-                f" AND (r.not_before IS NULL OR r.not_before <= ?) AND r.kind IN ({', '.join('?' for _ in kinds)})"
-                f"{skip_sql} AND NOT (r.kind = 'agent' AND r.session_id IS NOT NULL AND EXISTS ("
-                "  SELECT 1 FROM runs o WHERE o.session_id = r.session_id AND o.status IN ('claimed', 'running')))"
-                " ORDER BY r.queue = 'interactive' DESC, r.created_at, r.id",
-                (ts, *kinds, *skip),
-            ).fetchall()
-            chosen: list[str] = []
-            sessions: set[str] = set()
-            for run_id, kind, session_id in candidates:
-                if left[kind] <= 0:
-                    continue
-                if kind == "agent" and session_id is not None:
-                    if session_id in sessions:
-                        continue
-                    sessions.add(session_id)
-                chosen.append(run_id)
-                left[kind] -= 1
-                if not any(n > 0 for n in left.values()):
-                    break
-            if not chosen:
-                return []
-            rows = conn.execute(
-                "UPDATE runs SET status = 'running', started_at = COALESCE(started_at, ?), lease_owner = ?, "
-                "lease_expires_at = ?, attempt = attempt + 1, not_before = NULL, updated_at = ? "
-                f"WHERE id IN ({', '.join('?' for _ in chosen)}) RETURNING *",
-                (ts, owner, ts + lease_ms, ts, *chosen),
-            ).fetchall()
-        by_id = {row["id"]: _record(row) for row in rows}
-        return [by_id[run_id] for run_id in chosen]
-
-    @staticmethod
-    def _claim(
-        conn: sqlite3.Connection,
-        owner: str,
-        kinds: Iterable[str],
-        lease_ms: int,
-        exclude: Collection[str],
-        *,
-        start: bool,
-    ) -> sqlite3.Row | None:
-        """The claim statement; with `start`, the row goes straight to 'running' (`mark_running` folded in)."""
-        allowed = sorted(set(kinds))
-        if not allowed:
-            return None
-        ts = now_ms()
-        marks = ", ".join("?" for _ in allowed)
-        skip = sorted(exclude)
-        skip_sql = f" AND r.id NOT IN ({', '.join('?' for _ in skip)})" if skip else ""
-        status = "status = 'running', started_at = COALESCE(started_at, ?)" if start else "status = 'claimed'"
-        started = (ts,) if start else ()
-        return conn.execute(
-            f"UPDATE runs SET {status}, lease_owner = ?, lease_expires_at = ?, attempt = attempt + 1, "
-            "not_before = NULL, updated_at = ? WHERE id = ("
-            " SELECT r.id FROM runs r WHERE r.status = 'queued' AND (r.not_before IS NULL OR r.not_before <= ?)"
-            f" AND r.kind IN ({marks}){skip_sql}"
-            " AND NOT (r.kind = 'agent' AND r.session_id IS NOT NULL AND EXISTS ("
-            "  SELECT 1 FROM runs o WHERE o.session_id = r.session_id AND o.status IN ('claimed', 'running')))"
-            " ORDER BY r.queue = 'interactive' DESC, r.created_at, r.id LIMIT 1"
-            ") RETURNING *",
-            (*started, owner, ts + lease_ms, ts, ts, *allowed, *skip),
-        ).fetchone()
-
     def mark_running(self, run_id: str) -> RunRecord | None:
         """Claimed → running; `started_at` keeps the first start across retries and resumes. None if not claimed."""
         ts = now_ms()
@@ -396,7 +202,7 @@ class RunStore:
                 "WHERE id = ? AND status IN ('claimed', 'running') RETURNING *",
                 (ts, ts, run_id),
             ).fetchone()
-        return None if row is None else _record(row)
+        return None if row is None else run_record(row)
 
     def ended_among(self, run_ids: Collection[str]) -> list[str]:
         """Which of these runs are terminal: an engine asks about the runs it executes, since another process (`runs
@@ -457,7 +263,9 @@ class RunStore:
 
     def set_plan(self, run_id: str, plan: dict[str, Any] | None) -> None:
         with self.db.transaction() as conn:
-            conn.execute("UPDATE runs SET plan_cbor = ?, updated_at = ? WHERE id = ?", (_dump(plan), now_ms(), run_id))
+            conn.execute(
+                "UPDATE runs SET plan_cbor = ?, updated_at = ? WHERE id = ?", (dump_cbor(plan), now_ms(), run_id)
+            )
 
     # -- finalize, cancel, usage -------------------------------------------------------------------------------------
 
@@ -482,12 +290,12 @@ class RunStore:
         with self.db.transaction() as conn:
             row = self._row(conn, run_id)
             if row["status"] in TERMINAL:
-                return _record(row), False
+                return run_record(row), False
             if isinstance(outcome, Parked):
                 if row["status"] not in ("claimed", "running"):
                     # The executor parked the row itself and a child already requeued it (or it is waiting):
                     # parking again would lose that wake-up.
-                    return _record(row), False
+                    return run_record(row), False
                 return self._park(conn, row, outcome.wait), False
             if isinstance(outcome, Succeeded):
                 return self._terminal(conn, row, "succeeded", output=outcome.output), True
@@ -504,9 +312,9 @@ class RunStore:
                 again = conn.execute(
                     "UPDATE runs SET status = 'queued', error_cbor = ?, wait_cbor = NULL, not_before = ?, "
                     "lease_owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? RETURNING *",
-                    (_dump(error), ts + delay, ts, run_id),
+                    (dump_cbor(error), ts + delay, ts, run_id),
                 ).fetchone()
-                return _record(again), False
+                return run_record(again), False
             return self._terminal(conn, row, "failed", error=error), True
 
     def cancel_tree(self, run_id: str) -> tuple[list[str], list[str]]:
@@ -546,10 +354,10 @@ class RunStore:
         delta = usage_delta(usage)
         with self.db.transaction() as conn:
             row = self._row(conn, run_id)
-            current = _load(row["usage_cbor"]) or {}
+            current = load_cbor(row["usage_cbor"]) or {}
             updated = {**current, **plus(tokens(current), delta)}
             conn.execute(
-                "UPDATE runs SET usage_cbor = ?, updated_at = ? WHERE id = ?", (_dump(updated), now_ms(), run_id)
+                "UPDATE runs SET usage_cbor = ?, updated_at = ? WHERE id = ?", (dump_cbor(updated), now_ms(), run_id)
             )
             if row["status"] in TERMINAL and row["parent_run_id"] is not None:
                 # Tokens reported after the terminal commit (a canceled turn's last response) still belong to the tree.
@@ -559,7 +367,7 @@ class RunStore:
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> list[RunRecord]:
         with self.db.reading() as conn:
-            return [_record(r) for r in conn.execute(sql, args).fetchall()]
+            return [run_record(r) for r in conn.execute(sql, args).fetchall()]
 
     @staticmethod
     def _row(conn: sqlite3.Connection, run_id: str) -> sqlite3.Row:
@@ -571,24 +379,24 @@ class RunStore:
     @staticmethod
     def _park(conn: sqlite3.Connection, row: sqlite3.Row, wait: dict[str, Any]) -> RunRecord:
         if row["status"] in TERMINAL:
-            return _record(row)
+            return run_record(row)
         parked = conn.execute(
             "UPDATE runs SET status = 'waiting', wait_cbor = ?, not_before = ?, lease_owner = NULL, "
             "lease_expires_at = NULL, updated_at = ? WHERE id = ? RETURNING *",
-            (_dump(wait), park_wake_at(wait), now_ms(), row["id"]),
+            (dump_cbor(wait), park_wake_at(wait), now_ms(), row["id"]),
         ).fetchone()
-        return _record(parked)
+        return run_record(parked)
 
     def _terminal(
         self, conn: sqlite3.Connection, row: sqlite3.Row, status: str, *, output: Any = None, error: Any = None
     ) -> RunRecord:
         ts = now_ms()
-        done = _record(
+        done = run_record(
             conn.execute(
                 "UPDATE runs SET status = ?, output_cbor = COALESCE(?, output_cbor), error_cbor = ?, wait_cbor = NULL, "
                 "not_before = NULL, lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ? "
                 "WHERE id = ? RETURNING *",
-                (status, _dump(output), _dump(error), ts, ts, row["id"]),
+                (status, dump_cbor(output), dump_cbor(error), ts, ts, row["id"]),
             ).fetchone()
         )
         if done.parent_run_id is not None:
@@ -606,12 +414,12 @@ class RunStore:
             ).fetchone()
             if row is None:
                 return
-            usage = _load(row["usage_cbor"]) or {}
+            usage = load_cbor(row["usage_cbor"]) or {}
             children = usage.get("children") or {}
             block: dict[str, Any] = {**plus(tokens(children), delta), "runs": int(children.get("runs") or 0) + runs}
             updated = {**tokens(usage), **usage, "children": block}
             conn.execute(
-                "UPDATE runs SET usage_cbor = ?, updated_at = ? WHERE id = ?", (_dump(updated), now_ms(), parent_id)
+                "UPDATE runs SET usage_cbor = ?, updated_at = ? WHERE id = ?", (dump_cbor(updated), now_ms(), parent_id)
             )
             if row["status"] not in TERMINAL:
                 return
