@@ -279,6 +279,14 @@ class Node:
         found = self.store.comments_on(space, path)
         return [Comment(row, _as_map(decode(data))) for row, data in found if not row.deleted]
 
+    def comments_page(self, space: str, path: str, *, after: tuple[int, str] | None, limit: int) -> list[Comment]:
+        """A page of `comments_on`: the live comments after the (ts, cid) of the page before, oldest first."""
+        found = self.store.live_comments_page(space, path, after, limit)
+        return [Comment(row, _as_map(decode(data))) for row, data in found]
+
+    def comment_count(self, space: str, path: str) -> int:
+        return self.store.live_comment_count(space, path)
+
     def profile(self, account: str) -> dict[str, Any] | None:
         data = self.store.latest_of_type("Profile", account)
         if data is None:

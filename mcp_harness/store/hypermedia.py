@@ -289,6 +289,35 @@ class HypermediaStore:
             latest[(record.author, record.tsid)] = (record, bytes(row["data"]))
         return sorted(latest.values(), key=lambda item: item[0].ts)
 
+    _LATEST_ON_TARGET = (
+        "c.space = ? AND c.path = ? AND NOT EXISTS (SELECT 1 FROM hm_comments d WHERE d.author = c.author "
+        "AND d.tsid = c.tsid AND d.space = c.space AND d.path = c.path "
+        "AND (d.ts > c.ts OR (d.ts = c.ts AND d.cid > c.cid)))"
+    )
+    """A comment's latest version on this document (by ts, then cid): each row found through hm_comments_by_id."""
+
+    def live_comments_page(
+        self, space: str, path: str, after: tuple[int, str] | None, limit: int
+    ) -> list[tuple[CommentRow, bytes]]:
+        """One page of the document's live comments (their latest versions, not deleted), oldest first, after the
+        (ts, cid) of the page before."""
+        sql = f"SELECT c.*, b.data FROM hm_comments c JOIN hm_blobs b ON b.cid = c.cid WHERE {self._LATEST_ON_TARGET}"
+        sql += " AND c.deleted = 0"
+        args: list[Any] = [space, path]
+        if after is not None:
+            sql += " AND (c.ts > ? OR (c.ts = ? AND c.cid > ?))"
+            args += [after[0], after[0], after[1]]
+        sql += " ORDER BY c.ts, c.cid LIMIT ?"
+        args.append(limit)
+        with self._db.reading() as conn:
+            rows = conn.execute(sql, args).fetchall()
+        return [(_comment_row(row), bytes(row["data"])) for row in rows]
+
+    def live_comment_count(self, space: str, path: str) -> int:
+        with self._db.reading() as conn:
+            sql = f"SELECT COUNT(*) FROM hm_comments c WHERE {self._LATEST_ON_TARGET} AND c.deleted = 0"
+            return int(conn.execute(sql, (space, path)).fetchone()[0])
+
     def latest_of_type(self, kind: str, author: str) -> bytes | None:
         """The newest blob of a type by an author (a profile), as bytes."""
         with self._db.reading() as conn:

@@ -1,4 +1,4 @@
-"""`/:directory` is a page (issue 15): path order, `options.limit` (1–500, default 100), `totalDocuments`, and a
+"""`/:directory` and `/:comments` are pages (issue 15): `options.limit` (1–500, default 100), a total, and a
 `nextCursor` while more remain; a cursor is only accepted back where it was given, and options page nothing else."""
 
 from __future__ import annotations
@@ -58,6 +58,30 @@ async def test_bad_pages_are_refused_naming_what_is_accepted(client: Client, ali
         error = await refused(client, "read", {"address": f"{base}/a/:directory", "options": {"cursor": junk}})
         assert "cursor must be the nextCursor" in error["message"], junk
     on_a_document = await refused(client, "read", {"address": f"{base}/a", "options": {"limit": 2}})
-    assert "page the /:directory view only" in on_a_document["message"]
+    assert "page the /:directory and /:comments views only" in on_a_document["message"]
     unknown = await refused(client, "read", {"address": f"{base}/a/:directory", "options": {"depth": 2}})
     assert 'does not understand option "depth"' in unknown["message"] and "cursor, limit" in unknown["message"]
+
+
+async def test_comments_are_paged_oldest_first_with_a_total(client: Client, alice: Identity) -> None:
+    url = f"hm://{alice.account_id}/talk"
+    await call(client, "write", {"address": url, "content": "Discuss.", "options": {"name": "Talk"}})
+    for i in range(5):
+        await call(client, "write", {"address": url, "content": f"Remark {i}.", "options": {"action": "comment"}})
+    whole = await call(client, "read", {"address": f"{url}/:comments"})
+    assert whole["totalComments"] == 5 and "nextCursor" not in whole
+    assert whole["summary"] == f"{url} has 5 comments."  # one page: the summary it always had
+    seen: list[str] = []
+    cursor = None
+    while True:
+        options = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = await call(client, "read", {"address": f"{url}/:comments", "options": options})
+        assert page["totalComments"] == 5
+        seen += [c["id"] for c in page["comments"]]
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            break
+    assert seen == [c["id"] for c in whole["comments"]]
+    assert [c["markdown"] for c in whole["comments"]] == [f"Remark {i}." for i in range(5)]
+    bad = await refused(client, "read", {"address": f"{url}/:comments", "options": {"cursor": "nope"}})
+    assert "cursor must be the nextCursor of an earlier page of these comments" in bad["message"]

@@ -60,8 +60,8 @@ A signed document on this server's embedded hypermedia node.
 - The text result is markdown in Seed's dialect: frontmatter and `<!-- id:… -->` block markers, so what you read can be edited and written back with its block ids intact. Embeds are resolved two levels deep; the rendering is kept to 262,144 characters (then `truncated: true`). `format: "json"` returns the block tree instead.
 - `?v=<version>` reads an older version; `#<block>` one block; `#<block>[start:end]` part of its text (code-point offsets).
 - `hm://<author>/<tsid>` reads a comment.
-- Views: `/:directory` (child documents, in path order, a page of at most `options.limit` — 1 to 500, default 100 — with `totalDocuments`, and `nextCursor` while more remain: pass it as `options.cursor`), `/:attributes` (metadata only), `/:profile` (an account's profile), `/:comments` (the document's comments).
-- Options other than a directory's `cursor` and `limit` are refused.
+- Views: `/:directory` (child documents, in path order, a page of at most `options.limit` — 1 to 500, default 100 — with `totalDocuments`, and `nextCursor` while more remain: pass it as `options.cursor`), `/:attributes` (metadata only), `/:profile` (an account's profile), `/:comments` (the document's comments, oldest first, paged the same way, with `totalComments`).
+- Options other than the `cursor` and `limit` of `/:directory` and `/:comments` are refused.
 - Every result carries `requestedId` as asked, the canonical `id` and the `version` read; after a redirect, also `redirectedFrom`.""",  # noqa: E501
     write=write_document,
     write_options=WRITE_OPTIONS,

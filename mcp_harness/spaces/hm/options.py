@@ -18,6 +18,6 @@ FROM_PATH_OPTIONS = ("fromPath", "signer")
 """A write publishing a memory file (`options.fromPath`) takes only these."""
 WRITE_OPTIONS = tuple(dict.fromkeys(key for keys in (*ACTION_OPTIONS.values(), FROM_PATH_OPTIONS) for key in keys))
 READ_OPTIONS = ("cursor", "limit")
-"""A read takes options only for the `/:directory` view's pages."""
+"""A read takes options only for the pages of the `/:directory` and `/:comments` views."""
 DIRECTORY_PAGE = 100
 MAX_DIRECTORY_PAGE = 500

@@ -38,9 +38,11 @@ def read_hm(ctx: VerbContext, text: str, fmt: str, options: dict[str, Any] | Non
     if view is not None and view not in VIEWS:
         raise BadRequest(f"Unknown view {view!r}. Supported views: {', '.join('/' + v for v in VIEWS)}.")
     path = "".join(f"/{s}" for s in segments)
-    if options and view != ":directory":
+    if options and view not in (":directory", ":comments"):
         keys = ", ".join(sorted(options))
-        raise BadRequest(f"read hm:// option(s) {keys} page the /:directory view only; {text} is not one.")
+        raise BadRequest(
+            f"read hm:// option(s) {keys} page the /:directory and /:comments views only; {text} is neither."
+        )
     if view == ":profile":
         return _profile(node, requested, text, fmt)
     if view is None and len(segments) == 1 and node.ref(requested.uid, path) is None:
@@ -62,7 +64,7 @@ def read_hm(ctx: VerbContext, text: str, fmt: str, options: dict[str, Any] | Non
     if view == ":directory":
         return _directory(node, document, base, fmt, options or {})
     if view == ":comments":
-        return _comments(node, document, base, fmt)
+        return _comments(node, document, base, fmt, options or {})
     return _document(node, document, requested, base, fmt)
 
 
@@ -172,13 +174,18 @@ def _embedded(node: Node, link: str) -> tuple[str, tuple[BlockNode, ...]] | None
     return document.name or document.id, document.state.tree
 
 
-def _page_of(options: dict[str, Any], under: str) -> tuple[str | None, int]:
-    """The child path a `/:directory` page starts after, and its size; 400 naming what is accepted otherwise."""
+def _limit(options: dict[str, Any]) -> int:
     limit = options.get("limit", DIRECTORY_PAGE)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_DIRECTORY_PAGE:
         raise BadRequest(
             f"read hm:// option limit must be an integer from 1 to {MAX_DIRECTORY_PAGE}; got {json.dumps(limit)}."
         )
+    return limit
+
+
+def _page_of(options: dict[str, Any], under: str) -> tuple[str | None, int]:
+    """The child path a `/:directory` page starts after, and its size; 400 naming what is accepted otherwise."""
+    limit = _limit(options)
     cursor = options.get("cursor")
     if cursor is None:
         return None, limit
@@ -236,16 +243,37 @@ def _summary(document: Document) -> str:
     return ""
 
 
-def _comments(node: Node, document: Document, base: dict[str, Any], fmt: str) -> VerbResult:
-    comments = node.comments_on(document.space, document.path)
+def _comments(node: Node, document: Document, base: dict[str, Any], fmt: str, options: dict[str, Any]) -> VerbResult:
+    """One page of the document's comments, oldest first: an index range, however many it has."""
+    limit = _limit(options)
+    after = _comment_after(options.get("cursor"))
+    comments = node.comments_page(document.space, document.path, after=after, limit=limit + 1)
+    more = len(comments) > limit
+    comments = comments[:limit]
+    total = node.comment_count(document.space, document.path)
     entries = [_comment_json(c) for c in comments]
-    data = {
-        "summary": f"{document.id} has {len(entries)} comment{'s' if len(entries) != 1 else ''}.",
-        **base,
-        "comments": entries,
-    }
+    summary = f"{document.id} has {total} comment{'s' if total != 1 else ''}."
+    if more or after is not None:
+        tail = "; pass options.cursor for the next." if more else ", the last."
+        summary += f" This page holds {len(entries)}{tail}"
+    data: dict[str, Any] = {"summary": summary, **base, "comments": entries, "totalComments": total}
+    if more:
+        last = comments[-1].row
+        data["nextCursor"] = cursors.encode(f"{last.ts}:{last.cid}")
     body = "\n\n".join(f"**{e['author']}** ({e['id']}):\n\n{e['markdown']}" for e in entries)
     return VerbResult.of(data, body or None, fmt=fmt)
+
+
+def _comment_after(cursor: object) -> tuple[int, str] | None:
+    if cursor is None:
+        return None
+    stamp, _, cid = (cursors.decode(cursor) or "").partition(":")
+    if not stamp.isdigit() or not cid:
+        raise BadRequest(
+            f"read hm:// option cursor must be the nextCursor of an earlier page of these comments; got "
+            f"{json.dumps(cursor)}."
+        )
+    return int(stamp), cid
 
 
 def _comment_json(comment: Comment) -> dict[str, Any]:
