@@ -275,12 +275,9 @@ class Node:
             raise NotFound(f"The comment hm://{author}/{comment_tsid} was deleted.")
         return Comment(row, _as_map(decode(data)))
 
-    def comments_on(self, space: str, path: str) -> list[Comment]:
-        found = self.store.comments_on(space, path)
-        return [Comment(row, _as_map(decode(data))) for row, data in found if not row.deleted]
-
     def comments_page(self, space: str, path: str, *, after: tuple[int, str] | None, limit: int) -> list[Comment]:
-        """A page of `comments_on`: the live comments after the (ts, cid) of the page before, oldest first."""
+        """A page of a document's live comments (the latest version of each), oldest first, after the (ts, cid) of the
+        page before."""
         found = self.store.live_comments_page(space, path, after, limit)
         return [Comment(row, _as_map(decode(data))) for row, data in found]
 

@@ -275,20 +275,6 @@ class HypermediaStore:
             ).fetchone()
         return None if row is None else (_comment_row(row), bytes(row["data"]))
 
-    def comments_on(self, space: str, path: str) -> list[tuple[CommentRow, bytes]]:
-        """The latest version of every comment on a document, oldest thread first."""
-        with self._db.reading() as conn:
-            rows = conn.execute(
-                "SELECT c.*, b.data FROM hm_comments c JOIN hm_blobs b ON b.cid = c.cid "
-                "WHERE c.space = ? AND c.path = ? ORDER BY c.ts",
-                (space, path),
-            ).fetchall()
-        latest: dict[tuple[str, str], tuple[CommentRow, bytes]] = {}
-        for row in rows:
-            record = _comment_row(row)
-            latest[(record.author, record.tsid)] = (record, bytes(row["data"]))
-        return sorted(latest.values(), key=lambda item: item[0].ts)
-
     _LATEST_ON_TARGET = (
         "c.space = ? AND c.path = ? AND NOT EXISTS (SELECT 1 FROM hm_comments d WHERE d.author = c.author "
         "AND d.tsid = c.tsid AND d.space = c.space AND d.path = c.path "
