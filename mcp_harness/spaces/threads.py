@@ -23,31 +23,18 @@ MAX_THREAD_LIMIT = 100
 LISTING_OPTIONS = ("query", "agentId", "limit", "cursor")
 
 
-def _limit(options: dict[str, Any]) -> int:
-    raw = options.get("limit", 25)
-    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_THREAD_LIMIT:
-        raise BadRequest(
-            f"thread: option limit must be an integer from 1 to {MAX_THREAD_LIMIT}; got {json.dumps(raw)}."
-        )
-    return raw
-
-
-def _cursor(updated_at: int, session_id: str) -> str:
-    return cursors.encode(f"{updated_at}:{session_id}")
-
-
 def _after(cursor: object, searching: bool) -> tuple[int, str] | None:
     """Where a `thread:` page starts: after the (updatedAt, id) its cursor names; 400 for anything else."""
     if cursor is None:
         return None
     if searching:
         raise BadRequest("thread: option cursor pages the listing; a query returns its best matches up to limit.")
-    stamp, _, session_id = (cursors.decode(cursor) or "").partition(":")
-    if not stamp.isdigit() or not session_id:
+    after = cursors.decode_keyset(cursor)
+    if after is None:
         raise BadRequest(
             f"thread: option cursor must be the nextCursor of an earlier page of thread:; got {json.dumps(cursor)}."
         )
-    return int(stamp), session_id
+    return after
 
 
 def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbResult:
@@ -57,7 +44,7 @@ def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbRes
         raise BadRequest(
             f"thread: does not understand option(s) {', '.join(unknown)}. Supported: {', '.join(LISTING_OPTIONS)}."
         )
-    limit = _limit(options)
+    limit = cursors.page_limit(options, "thread:", 25, MAX_THREAD_LIMIT)
     agent_id = options.get("agentId")
     if agent_id is not None and not isinstance(agent_id, str):
         raise BadRequest("thread: option agentId must be a string (an agent id).")
@@ -90,7 +77,7 @@ def list_threads(ctx: VerbContext, options: dict[str, Any], fmt: str) -> VerbRes
         data["totalThreads"] = total
     if more:
         last = found[-1][0]
-        data["nextCursor"] = _cursor(last.updated_at, last.id)
+        data["nextCursor"] = cursors.encode_keyset(last.updated_at, last.id)
         data["summary"] = f"{summary[:-1]}; more remain: pass options.cursor for the next page."
     lines = [
         f"- {e['thread']} — {e.get('title') or '(untitled)'} · {e['agent']} · {e['status']}"

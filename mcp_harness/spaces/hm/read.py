@@ -174,18 +174,9 @@ def _embedded(node: Node, link: str) -> tuple[str, tuple[BlockNode, ...]] | None
     return document.name or document.id, document.state.tree
 
 
-def _limit(options: dict[str, Any]) -> int:
-    limit = options.get("limit", DIRECTORY_PAGE)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_DIRECTORY_PAGE:
-        raise BadRequest(
-            f"read hm:// option limit must be an integer from 1 to {MAX_DIRECTORY_PAGE}; got {json.dumps(limit)}."
-        )
-    return limit
-
-
 def _page_of(options: dict[str, Any], under: str) -> tuple[str | None, int]:
     """The child path a `/:directory` page starts after, and its size; 400 naming what is accepted otherwise."""
-    limit = _limit(options)
+    limit = cursors.page_limit(options, "read hm://", DIRECTORY_PAGE, MAX_DIRECTORY_PAGE)
     cursor = options.get("cursor")
     if cursor is None:
         return None, limit
@@ -245,7 +236,7 @@ def _summary(document: Document) -> str:
 
 def _comments(node: Node, document: Document, base: dict[str, Any], fmt: str, options: dict[str, Any]) -> VerbResult:
     """One page of the document's comments, oldest first: an index range, however many it has."""
-    limit = _limit(options)
+    limit = cursors.page_limit(options, "read hm://", DIRECTORY_PAGE, MAX_DIRECTORY_PAGE)
     after = _comment_after(options.get("cursor"))
     comments = node.comments_page(document.space, document.path, after=after, limit=limit + 1)
     more = len(comments) > limit
@@ -259,7 +250,7 @@ def _comments(node: Node, document: Document, base: dict[str, Any], fmt: str, op
     data: dict[str, Any] = {"summary": summary, **base, "comments": entries, "totalComments": total}
     if more:
         last = comments[-1].row
-        data["nextCursor"] = cursors.encode(f"{last.ts}:{last.cid}")
+        data["nextCursor"] = cursors.encode_keyset(last.ts, last.cid)
     body = "\n\n".join(f"**{e['author']}** ({e['id']}):\n\n{e['markdown']}" for e in entries)
     return VerbResult.of(data, body or None, fmt=fmt)
 
@@ -267,13 +258,13 @@ def _comments(node: Node, document: Document, base: dict[str, Any], fmt: str, op
 def _comment_after(cursor: object) -> tuple[int, str] | None:
     if cursor is None:
         return None
-    stamp, _, cid = (cursors.decode(cursor) or "").partition(":")
-    if not stamp.isdigit() or not cid:
+    after = cursors.decode_keyset(cursor)
+    if after is None:
         raise BadRequest(
             f"read hm:// option cursor must be the nextCursor of an earlier page of these comments; got "
             f"{json.dumps(cursor)}."
         )
-    return int(stamp), cid
+    return after
 
 
 def _comment_json(comment: Comment) -> dict[str, Any]:
