@@ -20,9 +20,10 @@ from mcp_harness.config import load_settings
 from mcp_harness.harness import Harness
 from mcp_harness.runs.outcomes import INTERRUPTED
 from mcp_harness.store import instances
-from mcp_harness.store.migrations import MIGRATIONS, migrate
+from mcp_harness.store.migrations import migrate
 from mcp_harness.store.sessions import Actor
 from tests.conftest import scripted_harness
+from tests.store.conftest import database_before
 
 
 def _call(call_id: str, name: str = "call") -> dict[str, Any]:
@@ -57,17 +58,7 @@ def test_appends_keep_the_open_calls_in_step_with_the_log(harness: Harness) -> N
 
 
 def test_the_migration_backfills_every_call_an_older_log_left_unanswered(tmp_path: Path) -> None:
-    conn = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("CREATE TABLE _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
-    for fn in MIGRATIONS[: [f.__name__ for f in MIGRATIONS].index("m008_open_calls")]:
-        fn(conn)
-        conn.execute("INSERT INTO _harness_migrations VALUES (?, 0)", (fn.__name__,))
-    conn.execute("INSERT INTO accounts VALUES ('acct', 'owner', 0)")
-    conn.execute(
-        "INSERT INTO agents (id, account_id, name, definition_cbor, state_dir, created_at, updated_at) "
-        "VALUES ('agent', 'acct', 'a', x'a0', '/nowhere', 0, 0)"
-    )
+    conn = database_before(tmp_path / "old.db", "m008_open_calls")
     logs = {
         "s1": [(_call("done"), "agent"), (_result("done"), "agent"), (_call("cut", "delegate"), "agent")],
         "s2": [(_call("mine"), "user"), (_call("again"), "agent"), (_call("again", "read"), "agent")],

@@ -20,10 +20,11 @@ from mcp_harness.scope import Scope
 from mcp_harness.server import build_server
 from mcp_harness.store import payloads
 from mcp_harness.store.db import Database
-from mcp_harness.store.migrations import MIGRATIONS, migrate
+from mcp_harness.store.migrations import migrate
 from mcp_harness.store.runs import RunStore
 from mcp_harness.store.sessions import SessionStore
 from mcp_harness.verbs.base import VerbContext
+from tests.store.conftest import database_before
 
 BIG = "".join(f"line {i:05d}: the quick brown fox — ünïcödé too\n" for i in range(2400))  # ~110 KB of UTF-8
 
@@ -145,23 +146,8 @@ async def test_thread_and_run_reads_are_the_same_whether_values_are_split_or_who
     assert [e["output"]["content"] for e in events if e["type"] == "tool_result" and e["name"] == "read"] == [BIG]
 
 
-def _before_m012(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("CREATE TABLE _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
-    for fn in MIGRATIONS[: [f.__name__ for f in MIGRATIONS].index("m012_event_payloads")]:
-        fn(conn)
-        conn.execute("INSERT INTO _harness_migrations VALUES (?, 0)", (fn.__name__,))
-    conn.execute("INSERT INTO accounts VALUES ('acct', 'owner', 0)")
-    conn.execute(
-        "INSERT INTO agents (id, account_id, name, definition_cbor, state_dir, created_at, updated_at) "
-        "VALUES ('agent', 'acct', 'a', x'a0', '/nowhere', 0, 0)"
-    )
-    return conn
-
-
 def test_an_older_database_is_migrated_with_its_large_events_split_and_read_back_the_same(tmp_path: Path) -> None:
-    conn = _before_m012(tmp_path / "old.db")
+    conn = database_before(tmp_path / "old.db", "m012_event_payloads")
     logged: dict[str, list[dict[str, Any]]] = {}
     for session_id in ("s1", "s2"):
         conn.execute(
