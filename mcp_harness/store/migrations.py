@@ -436,6 +436,38 @@ def m012_event_payloads(conn: sqlite3.Connection) -> None:
     payloads.split_existing(conn)
 
 
+@migration
+def m013_triggers(conn: sqlite3.Connection) -> None:
+    """Triggers and their firings (store/triggers.py): the agent acts on its own, once per occurrence."""
+    from mcp_harness.store import triggers
+
+    triggers.migrate(conn)
+
+
+@migration
+def m014_hm_activity(conn: sqlite3.Connection) -> None:
+    """The activity feed (store/hm_activity.py): one row per event, recorded as blobs are stored, backfilled."""
+    from mcp_harness.store import hm_activity
+
+    hm_activity.migrate(conn)
+
+
+@migration
+def m015_hm_search(conn: sqlite3.Connection) -> None:
+    """Keyword search over documents, profiles and comments (store/hm_search.py), kept current as blobs land."""
+    from mcp_harness.store import hm_search
+
+    hm_search.migrate(conn)
+
+
+@migration
+def m016_run_waits(conn: sqlite3.Connection) -> None:
+    """Scripts that wait (store/run_waits.py): the registered waits that signals and activity are delivered to."""
+    from mcp_harness.store import run_waits
+
+    run_waits.migrate(conn)
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -172,7 +172,7 @@ def test_an_older_database_is_migrated_with_its_large_events_split_and_read_back
         (entry["key"], cbor2.dumps(entry, canonical=True)),
     )
     conn.execute("CREATE INDEX events_by_type ON session_events (type)")  # as a later migration might add
-    assert migrate(conn) == ["m012_event_payloads"]
+    assert migrate(conn)[0] == "m012_event_payloads"
     tables = {r[0]: r[1] for r in conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'table'")}
     assert "WITHOUT ROWID" not in tables["session_events"] and "WITHOUT ROWID" not in tables["run_journal"]
     assert conn.execute("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'events_by_type'").fetchone()[0] == 1
