@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,10 +109,17 @@ class Node:
 
     def __init__(self, db: Database) -> None:
         self.store = HypermediaStore(db)
+        self.activity = self.store.activity
+        """The activity feed: events recorded as blobs are stored, ours and ingested alike (`store/hm_activity.py`)."""
         self._lock = threading.Lock()
         self._records: OrderedDict[str, ChangeRecord] = OrderedDict()
         self._versions: OrderedDict[tuple[str, ...], tuple[DocumentBuilder, DocumentState]] = OrderedDict()
         self._states: OrderedDict[tuple[str, ...], DocumentState] = OrderedDict()
+
+    def on_activity(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` after each commit that added feed events (on the committing thread: it must not block;
+        read what is new with `activity.after(watermark)`)."""
+        self.activity.listen(callback)
 
     def current_state(self, ref: RefRow, stored: bytes | None = None) -> DocumentState:
         """The state a winning Ref's heads denote: its materialized snapshot (`stored`, else read from the store),
