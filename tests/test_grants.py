@@ -16,7 +16,8 @@ from tests.conftest import call
 
 pytestmark = pytest.mark.anyio
 
-# tools → (execute granted, publish granted). search and web_search have no engine yet, so never usable here.
+# tools → (execute granted, publish granted). search is usable wherever it is granted (`_searches`); web_search
+# needs a SearXNG instance, which these hosts lack.
 GRANT_SETS: list[tuple[list[str] | None, bool, bool]] = [
     (None, True, True),  # unset grants everything
     ([], False, False),
@@ -30,6 +31,14 @@ GRANT_SETS: list[tuple[list[str] | None, bool, bool]] = [
     (["read", "call", "delegate"], False, False),  # verbs are never grants
     (["bash", "navigate"], False, False),  # unknown and assistant-only names are inert
 ]
+
+
+def _searches(tools: list[str] | None) -> bool:
+    return tools is None or "search" in tools
+
+
+def _callables(tools: list[str] | None, execute: bool) -> list[str]:
+    return [name for name, on in (("search", _searches(tools)), ("execute", execute)) if on]
 
 
 def _with_tools(harness: Harness, tools: list[str] | None) -> None:
@@ -46,9 +55,9 @@ def test_may_answers_for_every_capability(
 ) -> None:
     _with_tools(harness, tools)
     definition = harness.agent().definition
-    expected = {"search": False, "web_search": False, "execute": execute, "publish": publish}
+    expected = {"search": _searches(tools), "web_search": False, "execute": execute, "publish": publish}
     assert {c: may(harness, definition, c) for c in CAPABILITIES} == expected
-    assert harness.grants(definition) == {"callableTools": ["execute"] if execute else [], "publish": publish}
+    assert harness.grants(definition) == {"callableTools": _callables(tools, execute), "publish": publish}
 
 
 @pytest.mark.parametrize(("tools", "execute", "publish"), GRANT_SETS)
@@ -61,9 +70,9 @@ async def test_gated_operations_follow_the_grants(
     _with_tools(harness, tools)
     async with Client(build_server(harness), mode="legacy") as c:
         me = await call(c, "read", {"address": "~/self"})
-        assert me["grants"] == {"callableTools": ["execute"] if execute else [], "publish": publish}
+        assert me["grants"] == {"callableTools": _callables(tools, execute), "publish": publish}
         listing = await call(c, "read", {"address": "~/tools/"})
-        assert listing["tools"] == (["execute", "one"] if execute else ["one"])
+        assert listing["tools"] == sorted(["one", *_callables(tools, execute)])
         ran = await call(c, "call", {"tool": "execute", "input": {"runtime": "shell", "code": "echo hi"}})
         assert (ran.get("stdout") == "hi\n") is execute
         assert ran["summary"].startswith("Ran shell code") is execute

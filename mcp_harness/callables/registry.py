@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_harness.callables.execute import EXECUTE, execute, narrowed
-from mcp_harness.callables.search import SEARCH
+from mcp_harness.callables.search import SEARCH, search
 from mcp_harness.callables.web_search import WEB_SEARCH, web_search
 from mcp_harness.verbs.base import VerbContext, VerbResult
 from mcp_harness.verbs.spec import VerbSpec
@@ -84,9 +84,9 @@ BUILTINS: tuple[CallableTool, ...] = (
     CallableTool(
         spec=SEARCH,
         grant="search",
-        available=lambda host: False,  # no hypermedia search engine in this build
-        unavailable=lambda host: "granted, but this build has no hypermedia search engine to run it.",
-        handler=None,
+        available=lambda host: True,  # keyword search needs nothing; semantic refuses by itself without an embedder
+        unavailable=lambda host: "",
+        handler=search,
     ),
     CallableTool(
         spec=WEB_SEARCH,

@@ -18,9 +18,10 @@ from mcp_harness.hypermedia.cid import CID
 from mcp_harness.hypermedia.documents import ChangeRecord
 from mcp_harness.hypermedia.ids import tsid
 from mcp_harness.identity.keys import account_id
-from mcp_harness.store import hm_documents
+from mcp_harness.store import hm_documents, hm_search
 from mcp_harness.store._util import now_ms
 from mcp_harness.store.db import Database
+from mcp_harness.store.hm_activity import HmActivityStore, record_activity
 
 if TYPE_CHECKING:
     from mcp_harness.hypermedia.blobs import Blob
@@ -111,12 +112,14 @@ class HypermediaStore:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self.activity = HmActivityStore(db)
 
     def put(self, blobs: Sequence[Blob]) -> list[str]:
         """Store blobs and their index rows in one transaction; a blob already present is left as it is."""
         stored: list[str] = []
         refs: list[hm_documents.Resource] = []
         changes_arrived = False
+        fresh: list[Blob] = []
         with self._db.transaction() as conn:
             for blob in blobs:
                 cid = str(blob.cid)
@@ -125,6 +128,7 @@ class HypermediaStore:
                     (cid, blob.type, blob.author, blob.ts, blob.data, now_ms()),
                 ).rowcount
                 if inserted:
+                    fresh.append(blob)
                     resource = self._index(conn, cid, blob)
                     if resource is not None:
                         refs.append(resource)
@@ -133,6 +137,9 @@ class HypermediaStore:
             # Once per resource and batch, after every blob of the batch is in: a Ref may come before its Change.
             if refs or changes_arrived:
                 hm_documents.refresh(conn, refs, changes_arrived=changes_arrived)
+            hm_search.track(conn, blobs, refs, changes_arrived=changes_arrived)  # keyword search sees it at once
+            if record_activity(conn, fresh):  # the feed's events, in this transaction; listeners told after it
+                self._db.after_commit(self.activity.notify)
         return stored
 
     def _index(self, conn: sqlite3.Connection, cid: str, blob: Blob) -> hm_documents.Resource | None:

@@ -31,15 +31,15 @@ async def test_listing_shows_verbs_granted_builtins_and_authored_tools(client: C
     await call(client, "write", {"address": "~/tools/echo", "content": json.dumps(ECHO_TOOL)})
     listing = await call(client, "read", {"address": "~/tools/"})
     assert listing["verbs"] == ["read", "write", "call", "delegate", "plan"]
-    assert listing["tools"] == ["echo", "execute"]
-    assert listing["summary"] == "5 verbs and 2 callable tools."
+    assert listing["tools"] == ["echo", "execute", "search"]
+    assert listing["summary"] == "5 verbs and 3 callable tools."
     assert "- echo — Echo the input back. (authored)" in listing["markdown"]
     line = next(x for x in listing["markdown"].splitlines() if x.startswith("- execute — Run "))
     offered = harness.sandbox_runtimes()  # the summary names exactly the runtimes this host offers
     names = {"ts": "TypeScript", "python": "Python", "shell": "shell"}
     assert [names[r] in line for r in names] == [r in offered for r in names]
-    # search and web_search have no engine in this build, so they are not offered even though they are granted.
-    assert "search" not in listing["tools"] and "web_search" not in listing["tools"]
+    # web_search needs a SearXNG instance, so without one it is not offered even though it is granted.
+    assert "web_search" not in listing["tools"]
 
 
 async def test_builtin_contract_carries_its_cid_and_the_narrowed_runtime_enum(client: Client, harness: Harness) -> None:

@@ -205,7 +205,7 @@ async def test_without_bubblewrap_execute_and_lambdas_are_not_offered(
         assert harness.sandbox_runtimes() == ()
         async with Client(build_server(harness)) as c:
             listing = await call(c, "read", {"address": "~/tools/"})
-            assert listing["tools"] == [] and listing["summary"] == "5 verbs and 0 callable tools."
+            assert listing["tools"] == ["search"] and listing["summary"] == "5 verbs and 1 callable tool."
             missing = await call(c, "read", {"address": "~/tools/execute"})
             assert missing["summary"] == "No tool named execute. Here is what you can read and call."
             listed = await call(c, "call", execute("print(1)"))
@@ -217,7 +217,7 @@ async def test_without_bubblewrap_execute_and_lambdas_are_not_offered(
             )
             error = await refused(c, "call", {"tool": "py_tool"})
             assert "which this server cannot run" in error["message"] and "mcp-harness doctor" in error["message"]
-            assert (await call(c, "read", {"address": "~/self"}))["grants"]["callableTools"] == []
+            assert (await call(c, "read", {"address": "~/self"}))["grants"]["callableTools"] == ["search"]
     finally:
         harness.close()
 
