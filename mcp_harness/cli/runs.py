@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
 
 from mcp_harness.cli import run_queries
-from mcp_harness.cli._common import command_flags, emit, fmt_time, opened, plural
+from mcp_harness.cli._common import EXIT_FAILURE, command_flags, emit, fmt_time, opened, plural
+from mcp_harness.errors import BadRequest
 from mcp_harness.runs.records import RunStatus
 from mcp_harness.spaces.threads import JOURNAL_TAIL, journal_line, run_phrase
 from mcp_harness.store._util import now_ms
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     runs = sub.add_parser(
         "runs",
-        help="list runs newest first; `runs show ID`, `runs cancel ID`",
+        help="list runs newest first; `runs show ID`, `runs cancel ID`, `runs signal ID SIGNAL`",
         description="List runs, newest first, one per line: id, kind, status, title, agent, session, parent run, "
         "created, updated, total tokens (own and children's).",
     )
@@ -43,8 +45,20 @@ def register(sub: Any) -> None:
     show.set_defaults(handler=_show)
     cancel = actions.add_parser("cancel", help="cancel a run and its live descendants (also one `serve` executes)")
     cancel.set_defaults(handler=_cancel)
-    for leaf in (show, cancel):
+    signal = actions.add_parser(
+        "signal",
+        help="deliver a signal to a script waiting in ctx.wait_for_event",
+        description="Deliver SIGNAL (with an optional JSON payload) to the oldest wait of the run that accepts it: "
+        "the script resumes with {source: 'signal', signal, payload?}. A `serve` in another process picks the run "
+        "up within a second.",
+        epilog="exit codes: 0 delivered; 1 no such run, or no wait of it accepts the signal; 2 usage",
+    )
+    signal.set_defaults(handler=_signal)
+    for leaf in (show, cancel, signal):
         leaf.add_argument("id", help="run id (see `mcp-harness runs`)")
+        if leaf is signal:
+            leaf.add_argument("signal", help="the signal's name, as the script's wait names it")
+            leaf.add_argument("--payload", help="a JSON value the script receives as the delivery's payload")
         _leaf_flags(leaf)
 
 
@@ -146,6 +160,31 @@ def _cancel(args: argparse.Namespace, out: Any) -> int:
     summary = f"Canceled {plural(len(rows), 'run')}." if rows else f"Nothing of run {args.id} was live any more."
     text = "\n".join([summary, *(f"  {r['id']}\t{r['kind']}\twas {r['was']}\t{r['title']}" for r in rows)])
     return emit(out, args, {"summary": summary, "canceled": rows}, text)
+
+
+def _signal(args: argparse.Namespace, out: Any) -> int:
+    from mcp_harness.runs import signals
+
+    payload: Any = None
+    if args.payload is not None:
+        try:
+            payload = json.loads(args.payload)
+        except json.JSONDecodeError as exc:
+            example = """--payload '{"ok": true}'"""
+            raise BadRequest(f"--payload is not JSON ({exc.msg} at column {exc.colno}); e.g. {example}.") from None
+    with opened(args) as harness:
+        run = harness.runs.find(args.id)
+        delivered = None
+        if run is not None and run.account_id == harness.account_id:
+            delivered = signals.deliver_signal(
+                harness.runs, account_id=harness.account_id, run_id=run.id, signal=args.signal, payload=payload
+            )
+        why = signals.not_delivered(harness.runs, run, args.id, args.signal) if delivered is None else None
+    if why is not None:
+        print(f"mcp-harness: {why}", file=sys.stderr)
+        return EXIT_FAILURE
+    summary = f"Delivered signal {args.signal!r} to run {args.id}; it resumes once an engine claims it."
+    return emit(out, args, {"summary": summary, "delivered": True, "runId": args.id, "signal": args.signal}, summary)
 
 
 # -- rendering ------------------------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ requeued by the boot sweep after a crash, replays to exactly where it stopped wi
 the crash cut short is answered `interrupted`, never run twice.
 
 While model children work the script run parks (`{reason: children, childRunIds}`) and holds no task; the last of
-their terminal commits requeues it (`resolve._wake_script_parent`).
+their terminal commits requeues it (`resolve._wake_script_parent`). Long sleeps and event waits park too
+(`script_waits.py`): the pump requeues the run when its timer or timeout is due, a delivery when an event arrives
+(`signals.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mcp_harness.runs.resolve import deliver, settle_plan_step
 from mcp_harness.runs.script_journal import TERMINAL, Execution, Journal, Replay, Stop, json_safe
 from mcp_harness.runs.script_ops import ScriptOps
 from mcp_harness.sandbox import monty
+from mcp_harness.store import run_waits
 
 if TYPE_CHECKING:
     from mcp_harness.services import Services
@@ -69,8 +72,11 @@ class ScriptExecutor:
             return outcome
 
     def settled(self, run: RunRecord) -> None:
-        """Terminal effects, in the terminal commit's transaction: close the run's plan (HARNESS §7.5), settle the
-        parent's plan step and deliver the result to the parent's delegate call."""
+        """Terminal effects, in the terminal commit's transaction: drop the run's registered waits, close its plan
+        (HARNESS §7.5), settle the parent's plan step and deliver the result to the parent's delegate call — unless
+        the run continued as a new one (`ctx.continue_as_new`), whose final successor answers instead."""
+        with self.services.db.transaction() as conn:
+            run_waits.clear(conn, run.id)
         plan = run.plan
         if isinstance(plan, dict) and isinstance(plan.get("steps"), list):
             ok = run.status == "succeeded"
@@ -83,8 +89,13 @@ class ScriptExecutor:
                     status = "skipped"
                 steps.append({**step, "status": status})  # pyright: ignore[reportUnknownArgumentType]
             self.services.runs.set_plan(run.id, {**plan, "steps": steps})  # pyright: ignore[reportUnknownArgumentType]
+        if continued_as(run) is not None:
+            return
         settle_plan_step(self.services, run)
         deliver(self.services, run)
+        if run.continued_from_run_id is not None and run.id in self.services.awaited_children:
+            # The end of a chain an MCP client's call awaits: `script_waits._continue` added this run for it.
+            self.services.db.after_commit(lambda: self.services.awaited_children.discard(run.id))
 
     # -- set-up and tear-down --------------------------------------------------------------------------------
 
@@ -177,6 +188,15 @@ class ScriptExecutor:
         return Failed(code="workflow-error", message=error.describe())
 
 
+def continued_as(run: RunRecord) -> str | None:
+    """The successor of a run that ended with `ctx.continue_as_new`, else None."""
+    output = run.output
+    if run.status == "succeeded" and isinstance(output, dict) and output.get("continued") is True:  # pyright: ignore[reportUnknownMemberType]
+        successor = output.get("continuedAsRunId")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        return successor if isinstance(successor, str) else None
+    return None
+
+
 def _fuel_exhausted(fuel_s: float, error: monty.ScriptError | None) -> Failed:
     where = f" ({error.describe()})" if error is not None else ""
     return Failed(
@@ -189,4 +209,4 @@ def _printed(stream: Literal["stdout", "stderr"], text: str) -> None:
     logger.debug("script %s: %s", stream, text.rstrip())
 
 
-__all__ = ["ScriptExecutor", "json_safe"]
+__all__ = ["ScriptExecutor", "continued_as", "json_safe"]

@@ -1,17 +1,17 @@
 """The structuring ctx operations of a script: `ctx.plan`, `ctx.step` and `ctx.parallel` (HARNESS §9.2).
 
 `ctx.parallel(thunks)` is the host half of the prelude's loop (`sandbox/monty.py`): `begin` opens a frame, `thunk`
-starts each thunk, `end` closes the frame. A thunk that reached a model child still working answered `pending`
-from then on (`ScriptOps.pend`); at `end` the outermost block parks on every such child at once, so they all run at
-the same time, and the execution after their ends replays the thunks with their results journaled.
+starts each thunk, `end` closes the frame. A thunk that reached a model child still working (or a sleep not yet
+due, or an event wait) answered `pending` from then on (`ScriptOps.pend`); at `end` the outermost block parks on
+every such child, timer and wait at once (`script_waits.park`), so the children all run at the same time, and the
+execution after the park replays the thunks with what ended journaled.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from mcp_harness.runs.outcomes import Parked
-from mcp_harness.runs.script_journal import Answer, Execution, Frame, Replay, Stop, key_json
+from mcp_harness.runs.script_journal import Answer, Execution, Frame, key_json
 
 if TYPE_CHECKING:
     from mcp_harness.runs.resolve import RunHost
@@ -27,7 +27,7 @@ class ScriptOps(Protocol):
     def services(self) -> RunHost: ...
     def error(self, ex: Execution, code: str, message: str, **extra: Any) -> Answer: ...
     def pend(self, ex: Execution) -> Answer: ...
-    def park_unless_done(self, ex: Execution, child_ids: list[str]) -> list[str]: ...
+    async def park_pending(self, ex: Execution) -> NoReturn: ...
 
 
 async def parallel(ops: ScriptOps, ex: Execution, args: list[Any]) -> Answer:
@@ -58,10 +58,7 @@ async def parallel(ops: ScriptOps, ex: Execution, args: list[Any]) -> Answer:
         return {"ok": True, "value": marks[: len(failed)] if failed else marks}
     if ex.frames:
         return ops.pend(ex)  # a nested block waits: so does the thunk of the block around it
-    working = await ops.services.engine.offload(ops.park_unless_done, ex, ex.waiting_on)
-    if working:
-        raise Stop(Parked({"reason": "children", "childRunIds": working}))
-    raise Replay()  # all of them ended meanwhile: replay now and find every result
+    await ops.park_pending(ex)  # on every child, timer and wait its thunks reached (or a replay: all done)
 
 
 async def step(ops: ScriptOps, ex: Execution, args: list[Any]) -> Answer:

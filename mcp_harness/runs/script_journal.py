@@ -18,6 +18,7 @@ from mcp_harness.runs.outcomes import Failed, Outcome
 
 if TYPE_CHECKING:
     from mcp_harness.store.agents import AgentRecord
+    from mcp_harness.store.run_waits import WaitRow
     from mcp_harness.store.runs import RunRecord
 
 MAX_JOURNAL_ENTRIES = 5_000
@@ -121,8 +122,9 @@ class Journal:
 @dataclass
 class Frame:
     """One open `ctx.parallel` block. Its thunks run one after another; a thunk that reaches a model child still
-    working is *pending*: from there every ctx operation of that thunk answers `pending` without effect, and the
-    block parks on all such children once every thunk had its turn. The next execution replays the thunks."""
+    working, a sleep not yet due or an event wait is *pending*: from there every ctx operation of that thunk answers
+    `pending` without effect, and the block parks on all of them once every thunk had its turn (`script_waits.park`).
+    The next execution replays the thunks."""
 
     pending: bool = False
     """The current thunk reached unfinished work."""
@@ -147,6 +149,12 @@ class Execution:
     steps: list[tuple[str, str]] = field(default_factory=list)
     """Open `ctx.step`s, innermost last: `(stepId, label)`."""
     step_count: int = 0
+    timers: list[int] = field(default_factory=list)
+    """`wakeAt`s of the sleeps pending thunks reached (or the one sleep the script parks on)."""
+    waits: list[WaitRow] = field(default_factory=list)
+    """Event waits still open that pending thunks reached (or the one the script parks on), in order."""
+    wait_labels: dict[str, str] = field(default_factory=dict)
+    """The `label` of each open wait, by waitId."""
 
     @property
     def pending(self) -> bool:

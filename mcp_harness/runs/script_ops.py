@@ -8,15 +8,16 @@ answers the same. A model child is spawned and journaled with its run id in one 
 to, never spawned twice; a refused spawn is journaled with its refusal, so a replay refuses identically. (The same
 holds inside `ctx.parallel`, whose calls are these.)
 
-`ctx.parallel` runs its thunks in turn; a thunk that reaches a model child still working stops there (`pending`),
-and once every thunk had its turn the script parks on all of those children at once (`script_blocks.py`).
+`ctx.parallel` runs its thunks in turn; a thunk that reaches a model child still working (or a sleep or an event
+wait, `script_waits.py`) stops there (`pending`), and once every thunk had its turn the script parks on all of them
+at once (`script_blocks.py`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mcp_harness.callables.registry import callable_alias
 from mcp_harness.errors import BadRequest, HarnessError
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-PENDING = "pending: this thunk waits for a model child; ctx.parallel runs it again once the child has ended"
+PENDING = "pending: this thunk waits (a model child, a sleep or an event); ctx.parallel runs it again after that"
 INTERRUPTED_RESULT: dict[str, Any] = {"status": "error", "error": {"code": "interrupted", "message": INTERRUPTED}}
 
 
@@ -70,7 +71,7 @@ class ScriptOps:
     # -- dispatch --------------------------------------------------------------------------------------------
 
     async def op(self, ex: Execution, args: tuple[Any, ...]) -> Answer:
-        from mcp_harness.runs import script_blocks
+        from mcp_harness.runs import script_blocks, script_waits
 
         op, rest = (args[0], list(args[1:])) if args else ("", [])
         if op == "parallel":
@@ -92,6 +93,12 @@ class ScriptOps:
         if op == "plan":
             steps, title = (rest + [None, None])[:2]
             return await script_blocks.plan(self, ex, steps, title)
+        if op == "sleep":
+            return await script_waits.sleep(self, ex, rest[0] if rest else None)
+        if op == "wait":
+            return await script_waits.wait_for_event(self, ex, rest)
+        if op == "continue":
+            return await script_waits.continue_as_new(self, ex, rest[0] if rest else None)
         return self.error(ex, "unknown-op", f"Unknown ctx operation {op!r}.")
 
     # -- now, log --------------------------------------------------------------------------------------------
@@ -207,6 +214,12 @@ class ScriptOps:
             )
             h.runs.append_journal(run.id, [{**entry, "childRunId": spawned.run_id}])
         return spawned.run_id
+
+    async def park_pending(self, ex: Execution) -> NoReturn:
+        """Park on every child, timer and wait pending thunks reached; never returns (see `script_waits.park`)."""
+        from mcp_harness.runs import script_waits
+
+        await script_waits.park(self, ex)
 
     def park_unless_done(self, ex: Execution, child_ids: list[str]) -> list[str]:
         """The children still working; when there are any, park on them in the same transaction (so an end cannot

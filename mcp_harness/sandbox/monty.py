@@ -39,7 +39,7 @@ FORBIDDEN_CALLS = {
 }
 NONDETERMINISTIC = {
     "random": "random — a replayed script must make the same choices; take randomness from ctx.input",
-    "time": "time — use ctx.now(), which replay answers with the same value",
+    "time": "time — use ctx.now(), which replay answers with the same value, and ctx.sleep(ms) to wait",
     "datetime": "datetime — use ctx.now(), which replay answers with the same value",
     "uuid": "uuid — mint ids with ctx.now() and ctx.run_id, or take them from ctx.input",
     "secrets": "secrets — a replayed script must make the same choices",
@@ -77,6 +77,22 @@ class _HarnessCtx:
 
     def plan(self, steps, title=None):
         return _harness_unwrap({EXTERNAL}("plan", steps, title))
+
+    def sleep(self, ms):
+        return _harness_unwrap({EXTERNAL}("sleep", ms))
+
+    def wait_for_event(self, signal=None, timeout_ms=None, match=None, label=None):
+        return _harness_unwrap({EXTERNAL}("wait", signal, timeout_ms, match, label))
+
+    def continue_as_new(self, input=None):
+        _harness_unwrap({EXTERNAL}("continue", input))
+        raise RuntimeError("continue_as_new returned")
+
+    def minutes(self, n):
+        return n * 60000
+
+    def hours(self, n):
+        return n * 3600000
 
     def step(self, label, fn):
         _harness_unwrap({EXTERNAL}("step", label, "start"))
