@@ -16,7 +16,7 @@ import anyio
 
 from mcp_harness.cli import run_queries
 from mcp_harness.cli._common import EXIT_FAILURE, command_flags, emit, fmt_time, opened, plural
-from mcp_harness.errors import BadRequest
+from mcp_harness.errors import BadRequest, NotFound
 from mcp_harness.runs.records import RunStatus
 from mcp_harness.spaces.threads import JOURNAL_TAIL, journal_line, run_phrase
 from mcp_harness.store._util import now_ms
@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
         description="Deliver SIGNAL (with an optional JSON payload) to the oldest wait of the run that accepts it: "
         "the script resumes with {source: 'signal', signal, payload?}. A `serve` in another process picks the run "
         "up within a second.",
-        epilog="exit codes: 0 delivered; 1 no such run, or no wait of it accepts the signal; 2 usage",
+        epilog="exit codes: 0 delivered; 1 no wait of the run accepts the signal; 2 usage; 3 no such run",
     )
     signal.set_defaults(handler=_signal)
     for leaf in (show, cancel, signal):
@@ -174,11 +174,11 @@ def _signal(args: argparse.Namespace, out: Any) -> int:
             raise BadRequest(f"--payload is not JSON ({exc.msg} at column {exc.colno}); e.g. {example}.") from None
     with opened(args) as harness:
         run = harness.runs.find(args.id)
-        delivered = None
-        if run is not None and run.account_id == harness.account_id:
-            delivered = signals.deliver_signal(
-                harness.runs, account_id=harness.account_id, run_id=run.id, signal=args.signal, payload=payload
-            )
+        if run is None or run.account_id != harness.account_id:
+            raise NotFound(signals.not_delivered(harness.runs, None, args.id, args.signal))
+        delivered = signals.deliver_signal(
+            harness.runs, account_id=harness.account_id, run_id=run.id, signal=args.signal, payload=payload
+        )
         why = signals.not_delivered(harness.runs, run, args.id, args.signal) if delivered is None else None
     if why is not None:
         print(f"mcp-harness: {why}", file=sys.stderr)

@@ -100,7 +100,7 @@ async def test_runs_signal_wakes_the_script_from_another_connection(
         assert code == 1 and f"No wait of run {run.id} accepts signal 'stop'; it waits for: 'go'." in err
         assert cli(capsys, "runs", "signal", run.id, "go", "--payload", "{nope", "--data-dir", data)[0] == 2
         assert cli(capsys, "runs", "signal", "no-such-run", "go", "--data-dir", data)[:3:2] == (
-            1,
+            3,
             "mcp-harness: No run no-such-run.\n",
         )
         code, out, _ = cli(
