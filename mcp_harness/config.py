@@ -144,6 +144,15 @@ class WebSettings(BaseModel):
     """User-Agent header of every outbound request."""
 
 
+class TriggerSettings(BaseModel):
+    """Triggers: the scheduler that fires them while the engine runs (HARNESS §10)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    poll_interval_s: float = Field(default=5.0, gt=0, le=3600)
+    """How often the scheduler looks for due schedule triggers, in seconds (sooner when one falls due sooner)."""
+
+
 _AGE_UNITS = {"h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
 _SIZE_UNITS = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 _LIMIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$")
@@ -185,6 +194,20 @@ def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+class SearchSettings(BaseModel):
+    """The `search` callable's semantic and hybrid modes: which provider embeds, with which model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    embeddings_provider: str | None = None
+    """A provider (config or `provider add`) with an OpenAI-compatible /v1/embeddings endpoint; unset, semantic and
+    hybrid search are refused and a search naming no searchType is keyword."""
+    embeddings_model: str | None = None
+    """The embeddings model id at that provider, e.g. "text-embedding-3-small"."""
+    min_similarity: float = Field(default=0.3, ge=-1.0, le=1.0)
+    """Cosine similarity below which a semantic match is not a result."""
+
+
 class StoreSettings(BaseModel):
     """What `mcp-harness gc` keeps of the event log and of finished runs' journals (nothing is pruned until it runs)."""
 
@@ -222,6 +245,8 @@ class Settings(BaseModel):
     runs: RunSettings = Field(default_factory=RunSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    triggers: TriggerSettings = Field(default_factory=TriggerSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
 
 
 def default_data_dir() -> Path:

@@ -29,6 +29,7 @@ from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, 
 from mcp_harness.store._util import new_id
 from mcp_harness.store.sessions import Actor, SessionKind
 from mcp_harness.store.tools import ToolStore
+from mcp_harness.store.triggers import TriggerStore
 from mcp_harness.verbs import call as call_verb
 from mcp_harness.verbs import delegate as delegate_verb
 from mcp_harness.verbs import plan as plan_verb
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from mcp_harness.sandbox import Sandbox
     from mcp_harness.store.runs import RunRecord, RunStore
     from mcp_harness.store.secrets import SecretStore
+    from mcp_harness.triggers.scheduler import Scheduler
     from mcp_harness.web.egress import Egress
 
 logger = logging.getLogger(__name__)
@@ -104,6 +106,7 @@ class Harness:
         self.agents = AgentStore(self.db, settings.data_dir)
         self.sessions = SessionStore(self.db)
         self.tools = ToolStore(self.db)
+        self.triggers = TriggerStore(self.db)
         self.account_id = LOCAL_ACCOUNT
         self.verbs = VERBS
         """The verbs' contracts (`verbs/contracts.py`), for the spaces that list them."""
@@ -115,6 +118,7 @@ class Harness:
         self._engine: RunEngine | None = None
         self._web: Egress | None = None
         self._hypermedia: Node | None = None
+        self._scheduler: Scheduler | None = None
         self._engine_users = 0
         self.awaited_children: set[str] = set()
         """Child runs an MCP client's delegate call in this process is waiting on (it writes their result)."""
@@ -185,7 +189,21 @@ class Harness:
             )
         definition = self.default_definition()
         self.check_definition(definition)
-        return self.agents.create(self.account_id, definition)
+        return self.create_agent(definition)
+
+    def create_agent(self, definition: AgentDefinition) -> AgentRecord:
+        """Create an agent (a checked definition, its name unused on the account) with its default mention
+        trigger when its primary signing key is an identity (HARNESS §10; `triggers/defaults.py`).
+
+        Raises:
+            Conflict: an agent with that name exists.
+        """
+        from mcp_harness.triggers.defaults import create_default_mention_trigger
+
+        with self.db.transaction():
+            record = self.agents.create(self.account_id, definition)
+            create_default_mention_trigger(self, record)
+        return record
 
     def memory(self, agent: AgentRecord) -> MemoryStore:
         store = self._memories.get(agent.id)
@@ -220,11 +238,26 @@ class Harness:
                 await on_finalized(self, run)
 
             self._engine.on_finalized.append(hook)
+            from mcp_harness.triggers.chain import on_run_terminal
+
+            self._engine.on_terminal.append(lambda run: on_run_terminal(self, run))
         return self._engine
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """Fires schedule triggers while the engine runs (`engine_running`); tests may replace its `clock`."""
+        if self._scheduler is None:
+            from mcp_harness.triggers.scheduler import Scheduler
+
+            self._scheduler = Scheduler(
+                self, wake_engine=self.engine.wake, poll_interval_s=self.settings.triggers.poll_interval_s
+            )
+        return self._scheduler
 
     @asynccontextmanager
     async def engine_running(self) -> AsyncIterator[None]:
-        """Run the engine for the duration of the block (nested uses share the first one's engine)."""
+        """Run the engine, and the trigger scheduler beside it, for the duration of the block (nested uses share
+        the first one's)."""
         if self._engine_users > 0:
             self._engine_users += 1
             try:
@@ -242,6 +275,8 @@ class Harness:
                 # Calls dead processes left open are answered in the boot sweep, before the engine claims anything.
                 await tg.start(partial(self.engine.serve, at_boot=partial(answer_orphaned, self)))
                 await reconcile_at_boot(self)
+                # Triggers fire beside the engine, whoever is connected (nobody, for a headless `serve --http`).
+                await tg.start(self.scheduler.serve)
                 try:
                     yield
                 finally:

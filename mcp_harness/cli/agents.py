@@ -136,7 +136,7 @@ def _create(args: argparse.Namespace, out: Any) -> int:
             raw["tools"] = tools
         if args.signing_key:
             raw["signingKeys"] = _signing_names(harness, args.signing_key)
-        record = harness.agents.create(harness.account_id, _checked(harness, raw, [], named=True))
+        record = harness.create_agent(_checked(harness, raw, [], named=True))
     return emit(out, args, record.to_json(), f"Created agent {args.name} ({record.id}).")
 
 

@@ -37,7 +37,8 @@ def escape_framing(text: str) -> str:
 
 
 def space_index(host: PromptHost, agent: AgentRecord) -> str:
-    """`<space>`: the callable tools with summaries and the memory top level, within 2,048 characters."""
+    """`<space>`: the callable tools with summaries, the memory top level and the triggers (the first 16 by name,
+    naming the active ones), within 2,048 characters."""
     from mcp_harness.callables.catalog import visible_documents
 
     records = visible_documents(host, agent)
@@ -48,19 +49,33 @@ def space_index(host: PromptHost, agent: AgentRecord) -> str:
     shown = " · ".join(entries) + (" · …" if page.next_after is not None else "")
     count = page.total_entries
     memory_line = f"memory/ — {count} entr{'y' if count == 1 else 'ies'}: {shown}" if entries else "memory/ — empty"
+    from mcp_harness.store.triggers import TriggerStore
+
+    triggers, active = TriggerStore(host.db).index_entries(agent.id)
+    enabled = [escape_framing(name) for name, on in triggers if on]
+    trigger_line = "triggers/ (read ~/triggers/; write ~/triggers/<name> creates or edits an automation)"
+    if enabled:
+        trigger_line += " — active: " + " · ".join(enabled)
     full = "\n".join(
         [
             "<space>",
             "tools/ (read ~/tools/<name> for a contract; call runs one; write ~/tools/<name> authors one)",
             *tool_lines,
             memory_line,
+            trigger_line,
             "</space>",
         ]
     )
     if len(full) <= SPACE_INDEX_BUDGET:
         return full
     return "\n".join(
-        ["<space>", f"tools/ — {len(records)} callable tools (read ~/tools/ to list them)", memory_line, "</space>"]
+        [
+            "<space>",
+            f"tools/ — {len(records)} callable tools (read ~/tools/ to list them)",
+            memory_line,
+            f"triggers/ — {active} active (read ~/triggers/)",
+            "</space>",
+        ]
     )
 
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from mcp_harness.errors import BadRequest
 
 _LATER: dict[str, str] = {
-    "triggers": "Triggers (~/triggers/)",
     "run": "Run journals (run:<id>)",
-    "activity": "The activity feed (activity:)",
     "attachment": "Conversation attachments (attachment:<id>)",
     "ipfs": "IPFS (ipfs://)",
     "hm": "Hypermedia documents (hm://)",
@@ -18,7 +16,7 @@ _LATER: dict[str, str] = {
 }
 
 
-WRITABLE_LATER = frozenset({"triggers", "ipfs"})
+WRITABLE_LATER = frozenset({"ipfs"})
 """Address kinds no space serves yet that later builds write: a write to one (not a listing) gets `not_in_this_build`;
 any other write address this build does not serve is unrecognized."""
 

@@ -2,7 +2,7 @@
 
 A new space is one module declaring `SPACE = Space(...)` (spaces/space.py), listed in `SPACES` below; the dispatch,
 the network check, the resource catalog, the contract text and the "Supported: …" lists all come from here. Kinds
-that `addresses.py` parses but no space serves (triggers, activity, attachment, ipfs) are refused by name, with
+that `addresses.py` parses but no space serves (attachment, ipfs) are refused by name, with
 the list of what this build serves (`_unsupported.py`).
 
 verbs/contracts.py builds the read and write descriptions from these declarations at import, so no space module
@@ -17,18 +17,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mcp_harness.addresses import AddressKind, parse_address
-from mcp_harness.spaces import hm, memory, plan, run, thread, tools, web
+from mcp_harness.spaces import activity, hm, memory, plan, run, thread, tools, web
 from mcp_harness.spaces import self as self_space
+from mcp_harness.spaces import triggers as triggers_space
 from mcp_harness.spaces.space import ResourceForm, Space
 
 SPACES: tuple[Space, ...] = (
     memory.SPACE,
     tools.SPACE,
     self_space.SPACE,
+    triggers_space.SPACE,
     thread.SPACE,
     run.SPACE,
     plan.SPACE,
     hm.SPACE,
+    activity.SPACE,
     web.SPACE,
 )
 

@@ -8,6 +8,7 @@ from mcp_harness.addresses import SELF_URI, Address
 from mcp_harness.callables.registry import BUILTINS
 from mcp_harness.grants import granted
 from mcp_harness.spaces.space import ResourceForm, Space, markdown_resource
+from mcp_harness.spaces.triggers import entries as trigger_entries
 from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_options
 
 READ_OPTIONS: tuple[str, ...] = ()
@@ -20,9 +21,10 @@ def read_self(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: 
     summary_top = ctx.services.memory(agent).summarize_top_level()
     count = ctx.services.agents.count_sessions(agent.id)
     grants = ctx.services.grants(definition)
+    triggers = trigger_entries(ctx)
     data: dict[str, Any] = {
-        "summary": f'You are "{definition.name}" ({definition.model}) with 0 triggers and {count} '
-        f"conversation{'s' if count != 1 else ''}.",
+        "summary": f'You are "{definition.name}" ({definition.model}) with {len(triggers)} '
+        f"trigger{'s' if len(triggers) != 1 else ''} and {count} conversation{'s' if count != 1 else ''}.",
         "agentId": agent.id,
         "name": definition.name,
         "model": definition.model,
@@ -45,7 +47,7 @@ def read_self(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: 
         data["signingKeys"] = [{"name": i.name, "label": i.label, "accountId": i.account_id} for i in identities]
     if definition.metadata:
         data["metadata"] = definition.metadata
-    data["triggers"] = []
+    data["triggers"] = triggers
     data["memory"] = {"totalFiles": summary_top.total_files, "topLevel": summary_top.top_level}
     if not summary_top.complete:
         data["memory"]["totalFilesAtLeast"] = True  # the count stopped at its bound (memory/listing.py)
@@ -55,8 +57,9 @@ def read_self(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: 
         data["memory"]["unaddressableFiles"] = summary_top.unaddressable
     data["sessionCount"] = count
     data["guidance"] = [
-        "Your memory (~/memory/) is yours to read and write freely; writes replace whole files.",
-        "read ~/tools/ lists what you can do; read ~/tools/<name> gives a full contract.",
+        "Your memory (~/memory/) is yours to read and write freely (writes replace whole files); read ~/tools/ "
+        "lists what you can do and ~/tools/<name> gives a full contract.",
+        "Your triggers (~/triggers/) are yours to write: schedules and events that start work on their own.",
         "read thread: lists your conversations; thread:<id> reads one.",
         "Your definition (prompt, model, grants) is edited by your user, not by you.",
     ]
@@ -74,6 +77,11 @@ def read_self(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: 
     if identities:
         signing_lines = "\n".join(f"- {i.label}: {i.account_id} (signing key `{i.name}`)" for i in identities)
         body += f"\n\n## Signing identities\n\n{signing_lines}"
+    if triggers:
+        trigger_lines = "\n".join(
+            f"- {t['name']}{'' if t['status'] == 'active' else ' (disabled)'} — {t['when']}" for t in triggers
+        )
+        body += f"\n\n## Triggers\n\n{trigger_lines}"
     return VerbResult.of(data, body, fmt=fmt)
 
 

@@ -53,10 +53,7 @@ async def test_every_verb_call_is_logged_with_actor_agent(client: Client, harnes
     ("verb", "arguments", "fragment"),
     [
         ("read", {"address": "ipfs://bafybeigdyrzt"}, "IPFS"),
-        ("read", {"address": "activity:"}, "activity feed"),
         ("read", {"address": "attachment:" + "a" * 64}, "attachments"),
-        ("read", {"address": "~/triggers/"}, "Triggers"),
-        ("write", {"address": "~/triggers/daily", "content": "{}"}, "Triggers"),
         ("write", {"address": "ipfs://", "options": {"fromPath": "~/memory/a"}}, "IPFS"),
     ],
 )
@@ -93,7 +90,7 @@ async def test_self_describes_the_agent_without_secrets(client: Client, harness:
     agent = harness.agent()
     assert data["agentId"] == agent.id and data["name"] == "assistant" and data["model"] == "scripted"
     assert data["summary"] == 'You are "assistant" (scripted) with 0 triggers and 1 conversation.'
-    assert data["grants"] == {"callableTools": ["execute"], "publish": True}
+    assert data["grants"] == {"callableTools": ["search", "execute"], "publish": True}
     assert data["memory"] == {"totalFiles": 2, "topLevel": ["docs/ (1 file, 2 bytes)", "top.txt"]}
     assert data["sessionCount"] == 1 and len(data["guidance"]) == 4
     assert "signingKeys" not in data
@@ -104,7 +101,7 @@ async def test_self_describes_the_agent_without_secrets(client: Client, harness:
 async def test_tools_listing_and_contracts(client: Client) -> None:
     listing = await client.call_tool("read", {"address": "~/tools/"})
     data = listing.structured_content
-    assert data is not None and data["summary"] == "5 verbs and 1 callable tool."
+    assert data is not None and data["summary"] == "5 verbs and 2 callable tools."
     assert "- read — Read anything you can address." in text_of(listing)
     contract = await client.call_tool("read", {"address": "~/tools/write"})
     assert text_of(contract) == VERBS["write"].contract_markdown()

@@ -21,17 +21,25 @@ READ_SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "memory": ("~/memory/notes.md", {}),
     "tools": ("~/tools/", {}),
     "self": ("~/self", {}),
+    "triggers": ("~/triggers/", {}),
     "thread": ("thread:", {}),
     "run": ("run:nope", {}),
     "plan": ("harness://plan", {}),
     "hm": ("hm://nobody", {}),
+    "activity": ("activity:", {}),
     "web": ("https://example.invalid/", {"raw": True}),  # raw skips the Seed lookup, so nothing is fetched
 }
 """An address of each space, and options that keep a refused read off the network."""
-WRITE_SAMPLES = {"memory": "~/memory/notes.md", "tools": "~/tools/notes", "hm": "hm://nobody/notes"}
+WRITE_SAMPLES = {
+    "memory": "~/memory/notes.md",
+    "tools": "~/tools/notes",
+    "triggers": "~/triggers/notes",
+    "run": "run:nope",
+    "hm": "hm://nobody/notes",
+}
 BAD_VALUES: dict[str, object] = {"raw": "yes"}
 """A value each option refuses (default `[]`), so an accepted key fails later, on its value, and changes nothing."""
-ABSENT = {"triggers", "activity", "attachment", "ipfs"}
+ABSENT = {"attachment", "ipfs"}
 
 
 @pytest.fixture
@@ -57,13 +65,16 @@ def test_every_space_has_a_sample_and_every_kind_is_served_or_known_absent() -> 
 
 def test_the_supported_lists_are_the_ones_the_refusals_have_always_given() -> None:
     assert supported_read_forms() == (
-        "~/memory/<path>, ~/self, ~/tools/, ~/tools/<name>, thread:, thread:<id>, run:<id>, harness://plan, "
-        "hm://<account>/<path>[?v=…][#block] (views /:directory, /:attributes, /:profile, /:comments), https://… "
-        "(and the harness:// resource URIs)"
+        "~/memory/<path>, ~/self, ~/tools/, ~/tools/<name>, ~/triggers/, ~/triggers/<name>, thread:, thread:<id>, "
+        "run:<id>, harness://plan, "
+        "hm://<account>/<path>[?v=…][#block] (views /:directory, /:attributes, /:profile, /:comments), activity:, "
+        "https://… (and the harness:// resource URIs)"
     )
     assert supported_write_forms() == (
         "~/memory/<path> (with content, or options {delete: true} / {fromUrl}), ~/tools/<name> (JSON content, or "
-        "options {tool} / {delete: true}), hm://<account>/<path> (markdown content; options.action document | "
+        "options {tool} / {delete: true}), ~/triggers/<name> (JSON content, or options {trigger} / {delete: true}), "
+        "run:<id> (JSON content {signal, payload?}), "
+        "hm://<account>/<path> (markdown content; options.action document | "
         "update | comment | move | redirect | delete | fork)"
     )
 
@@ -116,8 +127,6 @@ def test_an_hm_write_accepts_per_action_exactly_its_declared_options(ctx: VerbCo
 @pytest.mark.parametrize(
     ("address", "what"),
     [
-        ("~/triggers/", "Triggers (~/triggers/)"),
-        ("activity:", "The activity feed (activity:)"),
         ("attachment:x", "Conversation attachments (attachment:<id>)"),
         ("ipfs://x", "IPFS (ipfs://)"),
         ("run:", "Run journals (run:<id>)"),
@@ -135,8 +144,8 @@ def test_a_read_no_space_serves_is_refused_by_name_listing_what_exists(
 
 @pytest.mark.parametrize(
     ("address", "later"),
-    [("~/triggers/x", "Triggers (~/triggers/)"), ("ipfs://x", "IPFS (ipfs://)"), ("~/triggers/", None)]
-    + [(a, None) for a in ("activity:", "attachment:x", "run:x", "~/self", "thread:", "https://x", "~/tools/")],
+    [("ipfs://x", "IPFS (ipfs://)"), ("~/triggers/", None)]
+    + [(a, None) for a in ("activity:", "attachment:x", "~/self", "thread:", "https://x", "~/tools/")],
 )
 def test_a_write_no_space_serves_is_refused_naming_what_exists(
     ctx: VerbContext, address: str, later: str | None
@@ -156,4 +165,4 @@ def test_only_a_web_read_and_a_memory_download_wait_on_the_network() -> None:
     assert not uses_network("read", {"address": "~/memory/a.md"})
     assert not uses_network("write", {"address": "~/memory/a.md", "content": "x"})
     assert not uses_network("call", {"address": "https://example.com/"})
-    assert read_space("web") is not None and read_space("triggers") is None
+    assert read_space("web") is not None and read_space("ipfs") is None
