@@ -28,7 +28,7 @@ from mcp_harness.models.embeddings import Embedder, embedder_for
 from mcp_harness.store import memory_search, search_queries, search_vectors
 from mcp_harness.store.db import Database
 from mcp_harness.store.search_queries import TITLE_LIKE, Hit
-from mcp_harness.verbs.base import VerbContext, VerbResult
+from mcp_harness.verbs.base import VerbContext, VerbResult, touch_expand
 from mcp_harness.verbs.spec import VerbSpec
 
 DEFAULT_CONTEXT = 48
@@ -96,8 +96,6 @@ Every word must match (the last one as a prefix); `"a phrase"` matches words in 
 
 
 def _miss(errors: list[str]) -> VerbResult:
-    from mcp_harness.verbs.call import touch_expand  # call imports the registry, which imports this module
-
     return touch_expand("search", SEARCH.contract_markdown(), errors)
 
 

@@ -29,10 +29,10 @@ from mcp_harness.hypermedia.cbor import decode
 from mcp_harness.hypermedia.cid import CID
 from mcp_harness.hypermedia.ids import tsid
 from mcp_harness.store._util import now_ms
-from mcp_harness.store.db import Database
 
 if TYPE_CHECKING:
     from mcp_harness.hypermedia.blobs import Blob
+    from mcp_harness.store.db import Database
 
 logger = logging.getLogger(__name__)
 

@@ -45,10 +45,9 @@ SCHEMA = (
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Create this store's schema, the memory index's and the vector cache's, and index what the node holds."""
-    from mcp_harness.store import memory_search, search_vectors
-
-    for statement in (*SCHEMA, *memory_search.SCHEMA, *search_vectors.SCHEMA):
+    """Create this store's schema and index what the node holds (m015 creates the memory index and the vector cache
+    beside it)."""
+    for statement in SCHEMA:
         conn.execute(statement)
     backfill(conn)
 

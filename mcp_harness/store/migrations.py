@@ -454,9 +454,12 @@ def m014_hm_activity(conn: sqlite3.Connection) -> None:
 
 @migration
 def m015_hm_search(conn: sqlite3.Connection) -> None:
-    """Keyword search over documents, profiles and comments (store/hm_search.py), kept current as blobs land."""
-    from mcp_harness.store import hm_search
+    """Search: keyword over documents, profiles and comments (store/hm_search.py), kept current as blobs land; the
+    memory files' index (store/memory_search.py) and the embeddings cache (store/search_vectors.py)."""
+    from mcp_harness.store import hm_search, memory_search, search_vectors
 
+    for statement in (*memory_search.SCHEMA, *search_vectors.SCHEMA):
+        conn.execute(statement)
     hm_search.migrate(conn)
 
 

@@ -56,6 +56,17 @@ class VerbResult:
         return cls(data, text)
 
 
+def touch_expand(name: str, contract: str, errors: list[str]) -> VerbResult:
+    """A contract miss (HARNESS §5): the contract and what was wrong, as an ordinary result, never an error."""
+    data = {
+        "summary": f"Input for {name} did not match its contract — here it is; call again with valid input.",
+        "contract": contract,
+        "validationErrors": errors,
+    }
+    body = contract + "\n\n## Validation errors\n\n" + "\n".join(f"- {e}" for e in errors)
+    return VerbResult.of(data, body)
+
+
 def options_of(arguments: dict[str, Any]) -> dict[str, Any]:
     """The `options` object of a verb input (absent means empty)."""
     opts = arguments.get("options")

@@ -15,18 +15,8 @@ from mcp_harness.callables import catalog, registry
 from mcp_harness.callables.documents import ToolDocument, contract_markdown
 from mcp_harness.callables.registry import CallableTool, callable_alias
 from mcp_harness.errors import BadRequest, Forbidden
-from mcp_harness.verbs.base import VerbContext, VerbResult
+from mcp_harness.verbs.base import VerbContext, VerbResult, touch_expand
 from mcp_harness.verbs.schema_subset import value_errors
-
-
-def touch_expand(name: str, contract: str, errors: list[str]) -> VerbResult:
-    data = {
-        "summary": f"Input for {name} did not match its contract — here it is; call again with valid input.",
-        "contract": contract,
-        "validationErrors": errors,
-    }
-    body = contract + "\n\n## Validation errors\n\n" + "\n".join(f"- {e}" for e in errors)
-    return VerbResult.of(data, body)
 
 
 async def call(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
