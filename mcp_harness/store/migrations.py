@@ -471,6 +471,22 @@ def m016_run_waits(conn: sqlite3.Connection) -> None:
     run_waits.migrate(conn)
 
 
+@migration
+def m017_ipfs_blocks(conn: sqlite3.Connection) -> None:
+    """The IPFS block store (store/ipfs_blocks.py): UnixFS blocks by CID, beside the node's signed blobs."""
+    from mcp_harness.store import ipfs_blocks
+
+    ipfs_blocks.migrate(conn)
+
+
+@migration
+def m018_attachments(conn: sqlite3.Connection) -> None:
+    """Conversation attachments (store/attachments.py): a session's files, content-addressed by SHA-256."""
+    from mcp_harness.store import attachments
+
+    attachments.migrate(conn)
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
