@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from mcp_harness.services import Services, Stores
     from mcp_harness.store.agents import AgentRecord
     from mcp_harness.store.runs import RunRecord
+    from mcp_harness.store.sessions import Actor
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +165,8 @@ class AgentExecutor:
     def _prepare(self, run: RunRecord) -> tuple[Turn, Any] | None:
         h = self.services
         assert run.session_id is not None and run.agent_id is not None
-        if h.runs.get(run.id).status != "running":
+        state = h.runs.status_of(run.id)
+        if state is None or state[0] != "running":
             return None
         spec = spec_of(h, run)
         agent = effective_agent(h.agents.get(run.agent_id), spec)
@@ -344,74 +346,93 @@ class AgentExecutor:
     def _delegate_group(
         self, turn: Turn, calls: Sequence[ToolCall], park_on: list[str] | None
     ) -> tuple[list[str], bool | None]:
-        """Consecutive delegate calls of one reply, in one transaction (each call under its own savepoint, so a
-        refused call rolls back alone and logs its error). Returns the calls that spawned an awaited child, and,
-        when `park_on` is given (the calls of this reply spawned before these), whether the run parked on all of
-        them in the same transaction (None when it did not try)."""
-        with self.services.db.transaction():
-            spawned = [call.id for call in calls if self._delegate(turn, call)]
+        """Consecutive delegate calls of one reply, in one transaction. Model children are checked call by call (a
+        refused call logs its error and spawns nothing) and written together, with the calls that spawned them
+        (`ChildBatch`): one statement per table for the reply, and no child without its call, or vice versa.
+        Returns the calls that spawned an awaited child, and, when `park_on` is given (the calls of this reply
+        spawned before these), whether the run parked on all of them in the same transaction (None when it did not
+        try)."""
+        h = self.services
+        run = turn.run
+        assert run.session_id is not None
+        session_id = run.session_id
+        with h.db.transaction():
+            batch = delegate_verb.ChildBatch(
+                h,
+                agent_id=turn.agent.id,
+                parent_session_id=session_id,
+                parent_run=run,
+                parent_depth=turn.spawn_depth(h),
+            )
+            logged: list[tuple[dict[str, Any], Actor]] = []
+            spawned: list[str] = []
+            for call in calls:
+                arguments = call.arguments
+                if delegate_verb.script_source(arguments) is not None or arguments.get("await") is False:
+                    # Spawned on its own, once the calls before it are written: the log keeps the calls' order.
+                    batch.write(session_id, logged)
+                    logged = []
+                    if self._delegate(turn, call):
+                        spawned.append(call.id)
+                    continue
+                event = {"type": "tool_call", "id": call.id, "name": "delegate", "input": arguments}
+                logged.append((event, "agent"))
+                try:
+                    batch.add(call.id, self._child_spec(turn, arguments))
+                except HarnessError as exc:
+                    outcome = {"type": "tool_result", "toolCallId": call.id, "name": "delegate", "error": exc.message}
+                    logged.append((outcome, "agent"))
+                else:
+                    spawned.append(call.id)
+            batch.write(session_id, logged)
             pending = [*(park_on or []), *spawned]
             if park_on is None or not pending:
                 return spawned, None
             return spawned, self._park_unless_answered(turn, pending)
 
+    @staticmethod
+    def _child_spec(turn: Turn, arguments: dict[str, Any]) -> dict[str, Any]:
+        spec = delegate_verb.normalize_spec(arguments)
+        if isinstance(spec.get("tools"), list):
+            # Narrowing is intersected with what this agent may call itself: delegation never widens authority.
+            parent_tools = turn.agent.definition.tools
+            spec["tools"] = [
+                t
+                for t in spec["tools"]
+                if parent_tools is None or callable_alias(t) in map(callable_alias, parent_tools)
+            ]
+        return spec
+
     def _delegate(self, turn: Turn, call: ToolCall) -> bool:
-        """One delegate call: True when it spawned an awaited child."""
+        """One script or detached delegate call: True when it spawned an awaited child (a script)."""
         h = self.services
         run = turn.run
         assert run.session_id is not None
         arguments = call.arguments
+        session_id = run.session_id
         try:
-            session_id = run.session_id
-            if delegate_verb.script_source(arguments) is not None:
-
-                def spawn() -> object:
-                    return delegate_verb.spawn_script(
-                        h,
-                        agent_id=turn.agent.id,
-                        parent_session_id=session_id,
-                        parent_run=run,
-                        tool_call_id=call.id,
-                        arguments=arguments,
-                    )
-            else:
-                if arguments.get("await") is False:
-                    result = delegate_verb.spawn_detached(
-                        h, agent_id=turn.agent.id, parent_session_id=session_id, parent_run=run, arguments=arguments
-                    )
-                    self._log_pair(session_id, call, result, None)
-                    return False
-                spec = delegate_verb.normalize_spec(arguments)
-                if isinstance(spec.get("tools"), list):
-                    # Narrowing is intersected with what this agent may call itself: delegation never widens
-                    # authority.
-                    parent_tools = turn.agent.definition.tools
-                    spec["tools"] = [
-                        t
-                        for t in spec["tools"]
-                        if parent_tools is None or callable_alias(t) in map(callable_alias, parent_tools)
-                    ]
-
-                def spawn() -> object:
-                    return delegate_verb.spawn_child(
-                        h,
-                        agent_id=turn.agent.id,
-                        parent_session_id=session_id,
-                        parent_run=run,
-                        tool_call_id=call.id,
-                        spec=spec,
-                        parent_depth=turn.spawn_depth(h),
-                    )
-
+            if delegate_verb.script_source(arguments) is None:
+                result = delegate_verb.spawn_detached(
+                    h, agent_id=turn.agent.id, parent_session_id=session_id, parent_run=run, arguments=arguments
+                )
+                self._log_pair(session_id, call, result, None)
+                return False
             # The call is logged and the child spawned in one transaction: no child without its call, or vice versa.
             with h.db.transaction():
                 h.sessions.append(
                     session_id, {"type": "tool_call", "id": call.id, "name": "delegate", "input": arguments}, "agent"
                 )
-                spawn()
+                delegate_verb.spawn_script(
+                    h,
+                    agent_id=turn.agent.id,
+                    parent_session_id=session_id,
+                    parent_run=run,
+                    tool_call_id=call.id,
+                    arguments=arguments,
+                )
             return True
         except HarnessError as exc:
-            self._log_pair(run.session_id, call, None, exc.message)
+            self._log_pair(session_id, call, None, exc.message)
             return False
 
     def _return_result(self, turn: Turn, call: ToolCall) -> None:

@@ -45,7 +45,7 @@ def parent_session_of(host: RunHost, child: RunRecord) -> str | None:
     """The session whose delegate call a child answers: its own session's parent, or, for a script child (which
     has no session), the `parentSessionId` recorded when it was spawned."""
     if child.session_id is not None:
-        return host.sessions.get(child.session_id).parent_session_id
+        return host.sessions.parent_of(child.session_id)
     recorded = child.input.get("parentSessionId")
     return recorded if isinstance(recorded, str) else None
 
@@ -146,10 +146,12 @@ def deliver(host: RunHost, child: RunRecord) -> str | None:
         if parent_session is None:
             return None
         call_id = child.parent_tool_call_id
-        parent = host.runs.find(child.parent_run_id) if child.parent_run_id is not None else None
+        # The parent's status and wait only: decoding its whole row (its brief, its plan) for each child's delivery
+        # is what a wide fan-out would pay a hundred times.
+        parent = host.runs.status_of(child.parent_run_id) if child.parent_run_id is not None else None
         waiting_on: list[str] = []
-        if parent is not None and parent.status == "waiting":
-            waiting_on = (parent.wait or {}).get("toolCallIds") or []
+        if parent is not None and parent[0] == "waiting":
+            waiting_on = (parent[1] or {}).get("toolCallIds") or []
         # One scan of the parent's results answers both questions: is this call answered, and, once it is, are all
         # the calls the parent waits on?
         answered = host.sessions.answered_calls(parent_session, [call_id, *waiting_on])
@@ -162,11 +164,11 @@ def deliver(host: RunHost, child: RunRecord) -> str | None:
         host.sessions.append(parent_session, event, "system")
         if child.parent_run_id is None:
             return None  # a client's delegate whose caller is gone (a restart): the result is on record for it
-        if parent is None or parent.status != "waiting":
+        if parent is None or parent[0] != "waiting" or child.parent_run_id is None:
             return None
         if set(waiting_on) <= answered | {call_id}:
-            host.runs.requeue(parent.id)
-            return parent.id
+            host.runs.requeue(child.parent_run_id)
+            return child.parent_run_id
     return None
 
 

@@ -14,7 +14,31 @@ from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_optio
 
 
 def read_run(ctx: VerbContext, address: Address, options: dict[str, Any], fmt: str) -> VerbResult:
-    return threads.read_run(ctx, address.rest, fmt)
+    result = threads.read_run(ctx, address.rest, fmt)
+    place = result.data.get("queuePlace")
+    if not isinstance(place, dict):
+        return result
+    # A queued run's summary says why it waits, so the first line answers "why has it not started?".
+    data = result.data
+    old = str(data.get("summary", ""))
+    data["summary"] = f"Run {data.get('id')} ({data.get('kind')}) is {queued_why(place, str(data.get('kind')))}."
+    if fmt == "json":
+        return VerbResult.of(data, fmt=fmt)
+    body = result.text[len(old) :].lstrip("\n")
+    return VerbResult.of(data, body or None)
+
+
+def queued_why(place: dict[str, Any], kind: str) -> str:
+    """A queued run's place as a phrase: "queued behind 12 runs; max_agent_runs = 16", and the like."""
+    reason, ahead, live, limit = place.get("reason"), place.get("ahead", 0), place.get("live", 0), place.get("limit")
+    if reason == "not-before":
+        return "queued until its retry's backoff ends"
+    if reason == "session":
+        return "queued behind its session's current turn (one turn at a time)"
+    if reason == "limit":
+        behind = live + ahead
+        return f"queued behind {behind} run{'s' if behind != 1 else ''}; max_{kind}_runs = {limit}"
+    return f"queued ({ahead} before it); it starts on the engine's next pass"
 
 
 WRITE_OPTIONS = ("signal", "payload")
@@ -67,7 +91,7 @@ SPACE = Space(
     read_form="run:<id>",
     read_line="""- `run:<id>`: a run's status, wait, usage, plan, children, error and output.""",
     read_details="""## `run:<id>`
-A run's public record — id, kind, status, title, what it waits on (`wait`), usage, plan, children ({id, status, title, sessionId}), error, output, unmetObligations — and a script's source as `sourceText`. A run you may not see reads as not found.""",  # noqa: E501
+A run's public record — id, kind, status, title, what it waits on (`wait`), usage, plan, children ({id, status, title, sessionId}), error, output, unmetObligations — and a script's source as `sourceText`. A queued run says why it has not started, in its summary ("queued behind 12 runs; max_agent_runs = 16": at most that many run at once, `[runs]` in config.toml) and as `queuePlace` {reason: limit | session | not-before | next-pass, live, ahead, limit}. A run you may not see reads as not found.""",  # noqa: E501
     write=write_run,
     write_options=WRITE_OPTIONS,
     writes=_names_a_run,

@@ -8,7 +8,8 @@ executes is not this module's business: it only records where each run stands.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, get_args
 
 import cbor2
@@ -32,6 +33,24 @@ from mcp_harness.store.db import Database
 from mcp_harness.store.run_claims import RunClaims, dump_cbor, load_cbor, run_record
 
 _LIVE_SQL = "('queued', 'claimed', 'running', 'waiting')"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewRun:
+    """A run for `enqueue_many` to queue: what a spawned child needs of `enqueue`'s arguments."""
+
+    id: str
+    account_id: str
+    title: str
+    origin: str
+    kind: str = "agent"
+    agent_id: str | None = None
+    session_id: str | None = None
+    input: dict[str, Any] = field(default_factory=dict[str, Any])
+    parent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    queue: str = "background"
+    max_attempts: int = 1
 
 
 def _check(what: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -134,6 +153,62 @@ class RunStore(RunClaims):
             ).fetchone()
         return run_record(row)
 
+    def enqueue_many(self, new: Sequence[NewRun]) -> None:
+        """Queue several runs in one statement batch (a reply's children): `enqueue`'s checks and rules, each
+        parent read once. An id already queued is left as it is, as `enqueue` leaves it.
+
+        Raises:
+            BadRequest: a title is blank, a kind/origin/queue is unknown, or a `max_attempts` < 1.
+            NotFound: a `parent_run_id` names no run.
+        """
+        for run in new:
+            if not run.title.strip():
+                raise BadRequest("A run needs a non-empty title.")
+            _check("kind", run.kind, get_args(RunKind))
+            _check("origin", run.origin, get_args(RunOrigin))
+            _check("queue", run.queue, get_args(RunQueue))
+            if run.max_attempts < 1:
+                raise BadRequest(f"max_attempts must be at least 1, not {run.max_attempts}.")
+        if not new:
+            return
+        ts = now_ms()
+        with self.db.transaction() as conn:
+            marks = ", ".join("?" for _ in new)
+            existing = {r[0] for r in conn.execute(f"SELECT id FROM runs WHERE id IN ({marks})", [n.id for n in new])}
+            parents: dict[str, tuple[str, int]] = {}
+            for pid in {n.parent_run_id for n in new if n.parent_run_id is not None}:
+                row = conn.execute("SELECT root_run_id, depth FROM runs WHERE id = ?", (pid,)).fetchone()
+                if row is None:
+                    raise NotFound(f"No run {pid}.")
+                parents[pid] = (row["root_run_id"], row["depth"] + 1)
+            rows = [
+                (
+                    n.id,
+                    n.account_id,
+                    *(parents[n.parent_run_id] if n.parent_run_id is not None else (n.id, 0)),
+                    n.parent_run_id,
+                    n.parent_tool_call_id,
+                    n.kind,
+                    n.agent_id,
+                    n.session_id,
+                    n.origin,
+                    n.title.strip(),
+                    dump_cbor(n.input),
+                    n.max_attempts,
+                    n.queue,
+                    ts,
+                    ts,
+                )
+                for n in new
+                if n.id not in existing
+            ]
+            conn.executemany(
+                "INSERT INTO runs (id, account_id, root_run_id, depth, parent_run_id, parent_tool_call_id, kind, "
+                "agent_id, session_id, origin, title, input_cbor, status, max_attempts, queue, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+                rows,
+            )
+
     # -- the script journal (HARNESS §9.3) ---------------------------------------------------------------------
 
     def journal(self, run_id: str) -> list[dict[str, Any]]:
@@ -172,6 +247,20 @@ class RunStore(RunClaims):
         with self.db.reading() as conn:
             row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         return None if row is None else run_record(row)
+
+    def status_of(self, run_id: str) -> tuple[str, dict[str, Any] | None] | None:
+        """The run's status and wait, read without decoding the rest of the row (None: no such run)."""
+        with self.db.reading() as conn:
+            row = conn.execute("SELECT status, wait_cbor FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return None if row is None else (str(row[0]), load_cbor(row[1]))
+
+    def started_by_client(self, run_id: str) -> bool:
+        """Whether the run is the root an MCP client's `delegate` started (no parent run, a parent call)."""
+        with self.db.reading() as conn:
+            row = conn.execute(
+                "SELECT parent_run_id IS NULL AND parent_tool_call_id IS NOT NULL FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+        return row is not None and bool(row[0])
 
     def children(self, run_id: str) -> list[RunRecord]:
         """Direct children, oldest first."""
@@ -429,6 +518,7 @@ class RunStore(RunClaims):
 __all__ = [
     "LIVE",
     "TERMINAL",
+    "NewRun",
     "Canceled",
     "Failed",
     "Outcome",

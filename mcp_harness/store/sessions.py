@@ -42,6 +42,20 @@ class SessionRecord:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class NewSession:
+    """A session for `create_many` to create, its id chosen by the caller (a child's id goes on its run first)."""
+
+    id: str
+    agent_id: str
+    kind: SessionKind = "conversation"
+    title: str | None = None
+    parent_session_id: str | None = None
+    run_id: str | None = None
+    events: Sequence[tuple[dict[str, Any], Actor]] = ()
+    """Its opening events (a child's brief), appended as `append_many` would."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class EventRecord:
     session_id: str
     seq: int
@@ -118,6 +132,36 @@ class SessionStore:
             ).fetchone()
         return _session(row)
 
+    def create_many(self, account_id: str, new: Sequence[NewSession]) -> None:
+        """Create several sessions, each with the id it was given and its opening events (a reply's children and
+        their briefs), in one transaction and one statement per table: a new session has no events to number
+        after, and its `updated_at` is its creation."""
+        ts = now_ms()
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO sessions (id, account_id, agent_id, kind, title, parent_session_id, run_id, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(n.id, account_id, n.agent_id, n.kind, n.title, n.parent_session_id, n.run_id, ts, ts) for n in new],
+            )
+            rows: list[tuple[Any, ...]] = []
+            moved: list[tuple[str, int, dict[bytes, bytes]]] = []
+            for n in new:
+                records: list[EventRecord] = []
+                for seq, (payload, actor) in enumerate(n.events, start=1):
+                    record, stored = self._record(n.id, seq, payload, actor, ts)
+                    rows.append((n.id, seq, record.id, record.type, actor, stored.blob, ts))
+                    records.append(record)
+                    if stored.parts:
+                        moved.append((n.id, seq, stored.parts))
+                self._track(conn, n.id, records, ts)
+            conn.executemany(
+                "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            for session_id, seq, parts in moved:
+                payloads.store(conn, session_id, seq, parts, ts)
+
     def standing(self, account_id: str, agent_id: str) -> SessionRecord:
         """The agent's standing session (where stateless requests land), created on first use."""
         with self.db.transaction() as conn:
@@ -133,6 +177,12 @@ class SessionStore:
         if found is None:
             raise NotFound(f"No thread {session_id}. List threads with read thread: or `mcp-harness sessions`.")
         return found
+
+    def parent_of(self, session_id: str) -> str | None:
+        """The session's `parent_session_id` (None for a top-level or unknown session), read alone."""
+        with self.db.reading() as conn:
+            row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else row[0]
 
     def find(self, session_id: str) -> SessionRecord | None:
         with self.db.reading() as conn:
@@ -193,37 +243,63 @@ class SessionStore:
 
     def append_many(self, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]]) -> list[EventRecord]:
         """Append events in order, atomically, touching the session's `updated_at` once."""
-        ts = now_ms()
-        records: list[EventRecord] = []
-        # Event payloads are records, never hashed, so they skip canonical key ordering (4x cheaper to encode).
         with self.db.transaction() as conn:
-            for payload, actor in events:
-                event_id = new_id()
-                stamped, blob = _encoded({**payload, "actor": actor})
-                stored = payloads.split(stamped, blob)
-                row = conn.execute(
-                    "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) "
-                    "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ? FROM session_events WHERE session_id = ? "
-                    "RETURNING seq",
-                    (session_id, event_id, payload["type"], actor, stored.blob, ts, session_id),
-                ).fetchone()
-                payloads.store(conn, session_id, int(row[0]), stored.parts, ts)
-                records.append(
-                    EventRecord(
-                        session_id=session_id,
-                        seq=int(row[0]),
-                        id=event_id,
-                        type=payload["type"],
-                        actor=actor,
-                        payload=stamped,
-                        created_at=ts,
-                    )
+            return self._append(conn, session_id, events, now_ms())
+
+    def _append(
+        self, conn: sqlite3.Connection, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]], ts: int
+    ) -> list[EventRecord]:
+        records: list[EventRecord] = []
+        for payload, actor in events:
+            event_id = new_id()
+            stamped, blob = _encoded({**payload, "actor": actor})
+            stored = payloads.split(stamped, blob)
+            row = conn.execute(
+                "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) "
+                "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ? FROM session_events WHERE session_id = ? "
+                "RETURNING seq",
+                (session_id, event_id, payload["type"], actor, stored.blob, ts, session_id),
+            ).fetchone()
+            payloads.store(conn, session_id, int(row[0]), stored.parts, ts)
+            records.append(
+                EventRecord(
+                    session_id=session_id,
+                    seq=int(row[0]),
+                    id=event_id,
+                    type=payload["type"],
+                    actor=actor,
+                    payload=stamped,
+                    created_at=ts,
                 )
-            open_calls.track(conn, session_id, [(r.payload, r.actor, r.seq) for r in records], self.db.instance_id, ts)
-            touched.track(conn, session_id, [(r.payload, r.actor) for r in records])
-            search.track(conn, session_id, [r.payload for r in records])
-            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
+            )
+        self._track(conn, session_id, records, ts)
+        conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
         return records
+
+    @staticmethod
+    def _record(
+        session_id: str, seq: int, payload: dict[str, Any], actor: Actor, ts: int
+    ) -> tuple[EventRecord, payloads.Split]:
+        # Event payloads are records, never hashed, so they skip canonical key ordering (4x cheaper to encode).
+        stamped, blob = _encoded({**payload, "actor": actor})
+        record = EventRecord(
+            session_id=session_id,
+            seq=seq,
+            id=new_id(),
+            type=payload["type"],
+            actor=actor,
+            payload=stamped,
+            created_at=ts,
+        )
+        return record, payloads.split(stamped, blob)
+
+    def _track(self, conn: sqlite3.Connection, session_id: str, records: Sequence[EventRecord], ts: int) -> None:
+        """What every append keeps in step with the log: open calls, touched callables, the search index."""
+        if not records:
+            return
+        open_calls.track(conn, session_id, [(r.payload, r.actor, r.seq) for r in records], self.db.instance_id, ts)
+        touched.track(conn, session_id, [(r.payload, r.actor) for r in records])
+        search.track(conn, session_id, [r.payload for r in records])
 
     def events(self, session_id: str, *, last: int | None = None) -> list[EventRecord]:
         """Events in `seq` order; `last` keeps only the newest N."""

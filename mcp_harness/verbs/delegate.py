@@ -8,39 +8,39 @@ the child resolves, reporting progress; cancelling the call cancels the child tr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
 
-from mcp_harness.errors import BadRequest, NotFound
+from mcp_harness.errors import BadRequest
 from mcp_harness.scope import Scope
 from mcp_harness.services import Runs, Stores
 from mcp_harness.verbs.base import VerbContext, VerbResult
+from mcp_harness.verbs.delegate_spawn import (
+    CHILD_MAX_ATTEMPTS,
+    MAX_BRIEF_BYTES,
+    MAX_CHILDREN_PER_RUN,
+    MAX_DEPTH,
+    MAX_SESSION_CHILDREN,
+    ChildBatch,
+    Spawned,
+    brief_text,
+    scope_of,
+    spawn_child,
+    spawn_depth,
+    title_of,
+)
 from mcp_harness.verbs.plan import running_step
 from mcp_harness.verbs.schema_subset import shape_errors
 
 if TYPE_CHECKING:
     from mcp_harness.store.runs import RunRecord
 
-MAX_DEPTH = 3
-MAX_CHILDREN_PER_RUN = 10
-MAX_SESSION_CHILDREN = 10
-MAX_BRIEF_BYTES = 64 * 1024
-CHILD_MAX_ATTEMPTS = 3
-
 
 class Spawner(Stores, Runs, Protocol):
     """The stores a child is written to, and the engine that runs it (woken for a detached child, awaited for an
     MCP client's)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Spawned:
-    run_id: str
-    session_id: str | None
-    title: str
 
 
 def normalize_spec(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -68,121 +68,6 @@ def normalize_spec(arguments: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def brief_text(value: object) -> str:
-    """The child's first message: a string brief verbatim, anything else as a fenced JSON block."""
-    if isinstance(value, str):
-        return value
-    return "```json\n" + json.dumps(value, indent=2, ensure_ascii=False) + "\n```"
-
-
-def title_of(spec: dict[str, Any], default: str = "Sub-session") -> str:
-    if spec.get("title"):
-        return str(spec["title"])[:256]
-    brief = spec.get("input")
-    if isinstance(brief, str):
-        line = " ".join(brief.strip().splitlines()[0].split()) if brief.strip() else ""
-        if line:
-            return line if len(line) <= 80 else line[:79] + "…"
-    return default
-
-
-def spawn_depth(stores: Stores, run: RunRecord) -> int:
-    """How deep `run` sits below whoever started its tree. A tree an MCP client started with `delegate` has the
-    client's turn as its (run-less) level 0, so its stored depths are one short; this adds the missing level."""
-    root = run if run.id == run.root_run_id else stores.runs.find(run.root_run_id)
-    client_started = root is not None and root.parent_run_id is None and root.parent_tool_call_id is not None
-    return run.depth + (1 if client_started else 0)
-
-
-def spawn_child(
-    stores: Stores,
-    *,
-    agent_id: str,
-    parent_session_id: str,
-    parent_run: RunRecord | None,
-    tool_call_id: str | None,
-    spec: dict[str, Any],
-    script_step: dict[str, Any] | None = None,
-    scope: Scope | None = None,
-    parent_depth: int | None = None,
-) -> Spawned:
-    """Create the child session (brief as its first message) and enqueue its run. Blocking; one transaction.
-
-    A script's model child has no `tool_call_id`: it answers no transcript call, and its parent script re-attaches
-    to it by run id from its journal. Its plan step is the script's open `ctx.step` (`script_step`: `{id, label}`,
-    empty for none), not the conversation's. `scope` is the caller's (`scope.py`); a run's children inherit the
-    scope recorded on their parent run. `parent_depth` is `spawn_depth(parent_run)` when the caller has it (an agent
-    turn spawning a reply's children), so it is not read again for each."""
-    from mcp_harness.store._util import new_id
-
-    scope = _scope_of(stores, parent_run, scope)
-    if parent_depth is None and parent_run is not None:
-        parent_depth = spawn_depth(stores, parent_run)
-    depth = (parent_depth or 0) + 1
-    if depth > MAX_DEPTH:
-        raise BadRequest(f"Sub-session depth limit reached ({MAX_DEPTH}); finish the work here.")
-    if parent_run is not None:
-        if stores.runs.count_children(parent_run.id) >= MAX_CHILDREN_PER_RUN:
-            raise BadRequest(
-                f"This run already spawned {MAX_CHILDREN_PER_RUN} sub-sessions; finish the work here or wait."
-            )
-    elif stores.sessions.live_children(parent_session_id) >= MAX_SESSION_CHILDREN:
-        raise BadRequest(
-            f"This session already has {MAX_SESSION_CHILDREN} children running; wait for one to finish first."
-        )
-    child_agent = agent_id
-    if "agentId" in spec:
-        found = stores.agents.find(stores.account_id, spec["agentId"])
-        if not scope.may_act_as(found):
-            raise NotFound(f"No agent {spec['agentId']} on this account; read thread: or ask the user for its id.")
-        assert found is not None
-        child_agent = found.id
-    title = title_of(spec)
-    run_input: dict[str, Any] = {"spec": spec, "parentToolCallId": tool_call_id, **scope.for_run()}
-    step = running_step(stores.sessions.get_plan(parent_session_id)) if script_step is None else script_step
-    if step:
-        if step.get("id"):
-            run_input["planStepId"] = step["id"]
-        run_input["planStepLabel"] = step["label"]
-    run_id = new_id()
-    with stores.db.transaction():
-        child = stores.sessions.create(
-            stores.account_id,
-            child_agent,
-            kind="child",
-            title=title,
-            parent_session_id=parent_session_id,
-            run_id=run_id,
-        )
-        stores.sessions.append(
-            child.id, {"type": "message", "role": "user", "content": brief_text(spec["input"])}, "agent"
-        )
-        stores.runs.enqueue(
-            run_id=run_id,
-            account_id=stores.account_id,
-            kind="agent",
-            title=title,
-            origin="agent",
-            agent_id=child_agent,
-            session_id=child.id,
-            input=run_input,
-            parent_run_id=parent_run.id if parent_run is not None else None,
-            parent_tool_call_id=tool_call_id,
-            queue="background",
-            max_attempts=CHILD_MAX_ATTEMPTS,
-        )
-    return Spawned(run_id=run_id, session_id=child.id, title=title)
-
-
-def _scope_of(stores: Stores, parent_run: RunRecord | None, given: Scope | None) -> Scope:
-    """The spawning caller's scope: given by an MCP caller, else the one recorded on the parent run."""
-    if given is not None:
-        return given
-    if parent_run is not None:
-        return Scope.of_run(parent_run)
-    return Scope(stores.account_id)
-
-
 def script_source(arguments: dict[str, Any]) -> str | None:
     """The script of a `delegate {script}` call: a non-empty string is checked before anything else (HARNESS §6)."""
     script = arguments.get("script")
@@ -208,7 +93,7 @@ def spawn_script(
     from mcp_harness.store._util import new_id
 
     source = arguments["script"]
-    scope = _scope_of(stores, parent_run, scope)
+    scope = scope_of(stores, parent_run, scope)
     if arguments.get("brief") is not None:
         raise BadRequest(
             "delegate takes exactly one of brief (a model child) or script (a script child), not both; pass the "
@@ -268,7 +153,7 @@ def spawn_detached(
     """`await: false`: a new top-level-ish session of this agent, run in the background; nothing comes back."""
     from mcp_harness.store._util import new_id
 
-    scope = _scope_of(host, parent_run, scope)
+    scope = scope_of(host, parent_run, scope)
     for field in ("agentId", "output", "tools"):
         if field in arguments:
             raise BadRequest(
@@ -510,3 +395,28 @@ def _activity(stores: Stores, session_id: str) -> tuple[int, str | None]:
         tool = (payload.get("input") or {}).get("tool") if payload.get("name") == "call" else None
         open_call = f"call {tool}" if isinstance(tool, str) else str(payload.get("name"))
     return max(0, int(row[0]) - 1), open_call  # the brief is the first message
+
+
+__all__ = [
+    "CHILD_MAX_ATTEMPTS",
+    "HEARTBEAT_S",
+    "MAX_BRIEF_BYTES",
+    "MAX_CHILDREN_PER_RUN",
+    "MAX_DEPTH",
+    "MAX_SESSION_CHILDREN",
+    "ChildBatch",
+    "Spawned",
+    "Spawner",
+    "brief_text",
+    "delegate",
+    "normalize_spec",
+    "render_result",
+    "result_of",
+    "script_source",
+    "spawn_child",
+    "spawn_depth",
+    "spawn_detached",
+    "spawn_for_client",
+    "spawn_script",
+    "title_of",
+]
