@@ -111,6 +111,9 @@ class RunEngine:
         self.retry_cap_ms = retry_cap_ms
         self.poll_interval_s = poll_interval_s
         self.on_finalized: list[FinalizedHook] = []
+        self.on_terminal: list[Callable[[RunRecord], None]] = []
+        """Blocking hooks called inside every terminal commit's transaction, each under its own savepoint (a
+        failure is logged and rolls back only that hook): run-completed triggers (`triggers/chain.py`)."""
         self._running: dict[str, _Slot] = {}
         self._waiters: dict[str, list[_Waiter]] = {}
         # Claiming and cancelling take turns, so a run cancel_tree reports as claimed is always in `_running`.
@@ -331,6 +334,12 @@ class RunEngine:
         return record, done
 
     def _terminal_effects(self, record: RunRecord) -> None:
+        for hook in self.on_terminal:
+            try:
+                with self.store.db.transaction():
+                    hook(record)
+            except Exception:  # the terminal commit stands without what this hook would have added
+                logger.exception("A terminal hook failed for run %s", record.id)
         settled = getattr(self.executors.get(record.kind), "settled", None)
         if settled is None:
             return
@@ -416,11 +425,18 @@ class RunEngine:
         return settled
 
     async def wait_for(self, run_id: str) -> RunRecord:
-        """The run once it is terminal (at once if it already is).
+        """The run once it is terminal (at once if it already is). A script that continued as a new run
+        (`ctx.continue_as_new`) is followed to the end of its chain: the final successor answers for it.
 
         Raises:
             NotFound: no such run.
         """
+        record = await self._terminal_row(run_id)
+        while (successor := _continued_as(record)) is not None:
+            record = await self._terminal_row(successor)
+        return record
+
+    async def _terminal_row(self, run_id: str) -> RunRecord:
         while True:
             waiter = _Waiter(anyio.Event())
             # Registered before the read, so a finalize landing between the two still wakes us.
@@ -476,6 +492,15 @@ class RunEngine:
     def running_ids(self) -> set[str]:
         """Runs executing in this process right now."""
         return set(self._running)
+
+
+def _continued_as(record: RunRecord) -> str | None:
+    """The successor a run handed over to with `ctx.continue_as_new` (its output says so), else None."""
+    output = record.output
+    if record.status != "succeeded" or not isinstance(output, dict) or output.get("continued") is not True:  # pyright: ignore[reportUnknownMemberType]
+        return None
+    successor = output.get("continuedAsRunId")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    return successor if isinstance(successor, str) else None
 
 
 def _drain(reader: socket.socket) -> None:
