@@ -27,6 +27,7 @@ from mcp_harness.scope import Scope
 from mcp_harness.spaces.registry import uses_network
 from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
 from mcp_harness.store._util import new_id
+from mcp_harness.store.attachments import AttachmentStore
 from mcp_harness.store.sessions import Actor, SessionKind
 from mcp_harness.store.tools import ToolStore
 from mcp_harness.store.triggers import TriggerStore
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from mcp_harness.sandbox import Sandbox
     from mcp_harness.store.runs import RunRecord, RunStore
     from mcp_harness.store.secrets import SecretStore
+    from mcp_harness.triggers.monitor import ActivityMonitor
     from mcp_harness.triggers.scheduler import Scheduler
     from mcp_harness.web.egress import Egress
 
@@ -107,6 +109,8 @@ class Harness:
         self.sessions = SessionStore(self.db)
         self.tools = ToolStore(self.db)
         self.triggers = TriggerStore(self.db)
+        self.attachments = AttachmentStore(self.db, settings.data_dir / "attachments")
+        """Sessions' files (`read attachment:<id>`), content-addressed beside the memory trees."""
         self.account_id = LOCAL_ACCOUNT
         self.verbs = VERBS
         """The verbs' contracts (`verbs/contracts.py`), for the spaces that list them."""
@@ -119,6 +123,7 @@ class Harness:
         self._web: Egress | None = None
         self._hypermedia: Node | None = None
         self._scheduler: Scheduler | None = None
+        self._monitor: ActivityMonitor | None = None
         self._engine_users = 0
         self.awaited_children: set[str] = set()
         """Child runs an MCP client's delegate call in this process is waiting on (it writes their result)."""
@@ -254,10 +259,35 @@ class Harness:
             )
         return self._scheduler
 
+    @property
+    def monitor(self) -> ActivityMonitor:
+        """Fires comment, mention and site-update triggers (and wakes activity waits) as blobs land, while the
+        engine runs (`triggers/monitor.py`)."""
+        if self._monitor is None:
+            from mcp_harness.triggers.monitor import ActivityMonitor
+
+            self._monitor = ActivityMonitor(
+                self,
+                self.hypermedia.activity,
+                account_id=self.account_id,
+                wake_engine=self.engine.wake,
+                poll_interval_s=self.settings.triggers.poll_interval_s,
+            )
+        return self._monitor
+
+    async def _serve_monitor(self) -> None:
+        """The activity monitor, off start-up's path: its modules (the node, PyNaCl) load on a worker thread while
+        the server already answers; what lands meanwhile waits in the feed past its watermark."""
+        import importlib
+
+        await anyio.to_thread.run_sync(importlib.import_module, "mcp_harness.triggers.monitor")
+        await anyio.to_thread.run_sync(importlib.import_module, "mcp_harness.hypermedia.node")
+        await self.monitor.serve()
+
     @asynccontextmanager
     async def engine_running(self) -> AsyncIterator[None]:
-        """Run the engine, and the trigger scheduler beside it, for the duration of the block (nested uses share
-        the first one's)."""
+        """Run the engine, and the trigger scheduler and activity monitor beside it, for the duration of the block
+        (nested uses share the first one's)."""
         if self._engine_users > 0:
             self._engine_users += 1
             try:
@@ -277,6 +307,7 @@ class Harness:
                 await reconcile_at_boot(self)
                 # Triggers fire beside the engine, whoever is connected (nobody, for a headless `serve --http`).
                 await tg.start(self.scheduler.serve)
+                tg.start_soon(self._serve_monitor)
                 try:
                     yield
                 finally:

@@ -17,6 +17,7 @@ from mcp_harness.errors import BadRequest, NotFound
 from mcp_harness.spaces.space import ResourceForm, Space, markdown_resource
 from mcp_harness.store._util import iso_time
 from mcp_harness.store.triggers import FiringRecord, TriggerRecord, TriggerStore
+from mcp_harness.triggers import webhooks
 from mcp_harness.triggers.schedule import next_due_at
 from mcp_harness.triggers.sources import CONTRACT, MAX_SHORT_BYTES, SHAPE, normalize_body, utf8_size, when
 from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_options
@@ -120,6 +121,8 @@ def read_triggers(ctx: VerbContext, address: Address, options: dict[str, Any], f
     }
     if t.continuation is not None:
         data["continuation"] = t.continuation
+    if t.source_type == "webhook":
+        data["webhook"] = _webhook(t, None)
     data |= {"createdAt": t.created_at, "updatedAt": t.updated_at}
     if t.last_fired_at is not None:
         data["lastFiredAt"] = t.last_fired_at
@@ -186,7 +189,10 @@ def write_trigger(
             return VerbResult.of(
                 {"summary": f"No trigger named {name}; nothing to delete.", "name": name, "deleted": False}
             )
-        store.delete(existing.id)
+        with ctx.services.db.transaction():
+            store.delete(existing.id)
+            if existing.source_type == "webhook":
+                webhooks.drop_secret(ctx.services.secrets, existing.account_id, existing.id)
         return VerbResult.of(
             {
                 "summary": f'Deleted trigger "{existing.name}".',
@@ -204,28 +210,57 @@ def write_trigger(
             return None
         return next_due_at(schedule, created_at=created_at, last_fired_at=last_fired_at)
 
-    # An id in the address edits that trigger and keeps its name; a name names (or creates) it.
-    saved = store.save(
-        account_id=ctx.agent.account_id,
-        agent_id=ctx.agent.id,
-        name=existing.name if existing is not None else name,
-        enabled=spec.enabled,
-        source=source,
-        prompt=spec.prompt,
-        continuation=spec.continuation,
-        next_due=next_due,
-        trigger_id=existing.id if existing is not None else None,
-    )
+    was_webhook = existing is not None and existing.source_type == "webhook"
+    secret: str | None = None
+    with ctx.services.db.transaction():  # the trigger and its webhook secret, or neither
+        # An id in the address edits that trigger and keeps its name; a name names (or creates) it.
+        saved = store.save(
+            account_id=ctx.agent.account_id,
+            agent_id=ctx.agent.id,
+            name=existing.name if existing is not None else name,
+            enabled=spec.enabled,
+            source=source,
+            prompt=spec.prompt,
+            continuation=spec.continuation,
+            next_due=next_due,
+            trigger_id=existing.id if existing is not None else None,
+        )
+        if saved.source_type == "webhook" and not was_webhook:
+            secret = webhooks.issue_secret(ctx.services.secrets, saved)
+        elif was_webhook and saved.source_type != "webhook":
+            webhooks.drop_secret(ctx.services.secrets, saved.account_id, saved.id)
     state = "enabled" if saved.enabled else "disabled"
-    return VerbResult.of(
-        {
-            "summary": f'Saved trigger "{saved.name}" ({state}): {when(saved.source)}.',
-            "id": saved.id,
-            "name": saved.name,
-            "enabled": saved.enabled,
-            "source": saved.source,
-        }
+    data: dict[str, Any] = {
+        "summary": f'Saved trigger "{saved.name}" ({state}): {when(saved.source)}.',
+        "id": saved.id,
+        "name": saved.name,
+        "enabled": saved.enabled,
+        "source": saved.source,
+    }
+    if saved.source_type != "webhook":
+        return VerbResult.of(data)
+    data["webhook"] = _webhook(saved, secret)
+    body = f"POST deliveries to {data['webhook']['url']}." + (
+        f"\n\nSecret (shown only now): {secret}\n\n{SIGNING}" if secret is not None else ""
     )
+    return VerbResult.of(data, body)
+
+
+SIGNING = (
+    "Sign each body with it: header X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body under the secret> "
+    "(GitHub's webhook convention). A delivery id (X-GitHub-Delivery, X-Webhook-Delivery or Idempotency-Key) makes "
+    "a replay fire once; without one, the same body is a replay."
+)
+
+
+def _webhook(trigger: TriggerRecord, secret: str | None) -> dict[str, Any]:
+    """Where a webhook trigger is called; its secret only in the result of the write that created it."""
+    out: dict[str, Any] = {"url": webhooks.hook_path(trigger.id)}
+    if secret is not None:
+        out |= {"secret": secret, "signature": SIGNING, "note": "The secret is shown only now; it is stored sealed."}
+    else:
+        out["note"] = "Its secret was shown once, when it was created; delete and recreate the trigger for a new one."
+    return out
 
 
 def _names_one(address: Address) -> bool:

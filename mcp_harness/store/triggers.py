@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     # Only for annotations: the migrations (imported by db.py) import this module.
     from mcp_harness.store.db import Database
 
+ACTIVITY_FEED = "hm-activity"
+"""The watermark feed of the embedded node's activity (`store/hm_activity.py`)."""
+WATCHED_SOURCES = ("document-comment", "user-mention", "site-update")
+"""Sources the activity monitor evaluates: saving one starts the account's watermark (`ensure_watermark`)."""
+
 FiringStatus = Literal["created", "started", "delivered", "no-listener", "error", "succeeded", "failed"]
 
 SCHEMA = (
@@ -267,6 +272,8 @@ class TriggerStore:
                     (*values, tid, account_id, agent_id, created_at),
                 )
             row = conn.execute("SELECT * FROM triggers WHERE id = ?", (tid,)).fetchone()
+            if source["type"] in WATCHED_SOURCES:
+                self.ensure_watermark(account_id)
         return _trigger(row)
 
     def delete(self, trigger_id: str) -> bool:
@@ -297,6 +304,17 @@ class TriggerStore:
                 "SELECT * FROM triggers WHERE account_id = ? AND source_type = ? AND enabled = 1 "
                 "ORDER BY created_at, id",
                 (account_id, source_type),
+            ).fetchall()
+        return [_trigger(r) for r in rows]
+
+    def enabled_of_types(self, account_id: str, source_types: tuple[str, ...]) -> list[TriggerRecord]:
+        """The account's enabled triggers of any of these source types, oldest first."""
+        marks = ",".join("?" * len(source_types))
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                f"SELECT * FROM triggers WHERE account_id = ? AND source_type IN ({marks}) AND enabled = 1 "
+                "ORDER BY created_at, id",
+                (account_id, *source_types),
             ).fetchall()
         return [_trigger(r) for r in rows]
 
@@ -404,6 +422,16 @@ class TriggerStore:
             ).fetchone()
         return None if row is None else int(row[0])
 
+    def ensure_watermark(self, account_id: str, feed: str = ACTIVITY_FEED) -> None:
+        """Start the account's watermark at the feed's head unless it has one: what was observed before the first
+        activity trigger (or the first monitor) never fires; what comes after does, even before a monitor runs."""
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO trigger_watermarks (account_id, feed, seq, updated_at) "
+                "SELECT ?, ?, COALESCE(MAX(seq), 0), ? FROM hm_activity",
+                (account_id, feed, now_ms()),
+            )
+
     def set_watermark(self, account_id: str, feed: str, seq: int) -> None:
         with self.db.transaction() as conn:
             conn.execute(
@@ -413,4 +441,12 @@ class TriggerStore:
             )
 
 
-__all__ = ["FiringRecord", "FiringStatus", "TriggerRecord", "TriggerStore", "migrate"]
+__all__ = [
+    "ACTIVITY_FEED",
+    "WATCHED_SOURCES",
+    "FiringRecord",
+    "FiringStatus",
+    "TriggerRecord",
+    "TriggerStore",
+    "migrate",
+]

@@ -39,7 +39,7 @@ SHAPE = "{source, prompt, enabled?, continuation?}"
 SOURCES_ACCEPTED = (
     '{type: "schedule", schedule}, {type: "document-comment", resource, author?}, '
     '{type: "user-mention", mentionedAccounts, resourcePrefix?}, {type: "site-update", resourcePrefix, eventTypes?}, '
-    '{type: "run-completed", agentId?, status?, titleMatch?}'
+    '{type: "run-completed", agentId?, status?, titleMatch?}, {type: "webhook"}'
 )
 SCHEDULES_ACCEPTED = (
     '{kind: "interval", every, unit: "minutes"|"hours"}, '
@@ -54,6 +54,10 @@ removes it.
 - schedule, one of: {SCHEDULES_ACCEPTED}. A missed period fires once, not once per period.
 - prompt: the first message of the thread each firing starts (markdown, required).
 - enabled: true (default) or false.
+- document-comment, user-mention (an @-mention is a link to hm://<account>, not the text "@name") and \
+site-update fire on activity that arrives after the trigger is saved, never on activity you signed yourself.
+- webhook: a signed POST to /hooks/<trigger id> on the HTTP server (`serve --http`) fires it, its body the \
+activity; the signing secret is in the result of the write that creates it, and shown nowhere else.
 - continuation: {CONTINUATIONS_ACCEPTED}. newThread starts a new thread of yours with the prompt and a \
 <trigger_context> block describing what fired; wake delivers the signal to a run of yours waiting for it.
 Resources are hm:// ids; accounts are account ids. A firing acts with your grants, nothing more."""
@@ -247,6 +251,11 @@ def _run_completed(raw: dict[str, Any]) -> dict[str, Any]:
     return source
 
 
+def _webhook(raw: dict[str, Any]) -> dict[str, Any]:
+    _fields("A webhook source", raw, ("type",))
+    return {"type": "webhook"}
+
+
 def _schedule_source(raw: dict[str, Any]) -> dict[str, Any]:
     _fields("A schedule source", raw, ("type", "schedule"))
     return {"type": "schedule", "schedule": _schedule(raw.get("schedule"))}
@@ -258,8 +267,9 @@ NORMALIZERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "user-mention": _user_mention,
     "site-update": _site_update,
     "run-completed": _run_completed,
+    "webhook": _webhook,
 }
-"""One normalizer per source type; a new source (webhook) is one more entry."""
+"""One normalizer per source type; a new source is one more entry."""
 
 
 def normalize_source(value: object) -> dict[str, Any]:
@@ -393,6 +403,8 @@ def when(source: dict[str, Any]) -> str:
         of = f" of agent {source['agentId']}" if source.get("agentId") else ""
         titled = f' titled like "{source["titleMatch"]}"' if source.get("titleMatch") else ""
         return f"when a run{of}{titled} {_ENDS.get(source.get('status', ''), 'ends')}"
+    if kind == "webhook":
+        return "when a signed webhook delivery arrives (POST /hooks/<trigger id>)"
     return f"on {kind}"
 
 
