@@ -49,6 +49,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/memory_listing.py
 	$(BIN)/python bench/webread.py
 	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/triggers.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
