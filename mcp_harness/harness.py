@@ -89,7 +89,7 @@ def _outcome(verb: str, call_id: str, result: VerbResult | None, error: HarnessE
         outcome["error"] = error.message
     else:
         assert result is not None
-        outcome["output"] = result.data
+        outcome["output"] = result.data if result.logged is None else result.logged
     return outcome
 
 

@@ -9,6 +9,8 @@ tell the triggers apart, and an id works wherever a name does.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from typing import Any
 
@@ -243,7 +245,11 @@ def write_trigger(
     body = f"POST deliveries to {data['webhook']['url']}." + (
         f"\n\nSecret (shown only now): {secret}\n\n{SIGNING}" if secret is not None else ""
     )
-    return VerbResult.of(data, body)
+    result = VerbResult.of(data, body)
+    if secret is None:
+        return result
+    kept = {**data, "webhook": {**data["webhook"], "secret": "(shown once to the writer; not kept in the transcript)"}}
+    return dataclasses.replace(result, logged=kept)
 
 
 SIGNING = (

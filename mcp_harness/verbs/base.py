@@ -41,10 +41,14 @@ Progress = Callable[[str], Awaitable[None]]
 
 @dataclass(frozen=True, slots=True)
 class VerbResult:
-    """A verb's answer: `data` is the structured result, `text` its markdown rendering."""
+    """A verb's answer: `data` is the structured result, `text` its markdown rendering, and `images` any pictures
+    the answer shows (the MCP front sends them as image content; never logged, `data` says what they were)."""
 
     data: dict[str, Any]
     text: str
+    logged: dict[str, Any] | None = None
+    """What the transcript keeps instead of `data`, when the answer shows something only once (a webhook's
+    secret): the caller sees it now, and no later turn, replay or log reads it back."""
 
     @classmethod
     def of(cls, data: dict[str, Any], body: str | None = None, *, fmt: str = "markdown") -> VerbResult:

@@ -148,6 +148,9 @@ async def test_the_secret_is_shown_once_and_stored_sealed(scripted: Harness, cap
             seen.append(json.dumps(await call(client, "read", {"address": address})))
         resource = (await client.read_resource("harness://triggers/gh")).contents[0]
         seen.append(resource.text)  # pyright: ignore[reportAttributeAccessIssue]
+    with scripted.db.reading() as conn:  # the write's logged result keeps no copy for later turns to resend
+        logged = [bytes(r[0]) for r in conn.execute("SELECT event_cbor FROM session_events").fetchall()]
+    assert logged and all(secret.encode() not in payload for payload in logged)
     assert all(secret not in text for text in seen)
     assert saved["webhook"]["url"] in seen[2]  # the read says where to POST
     # Deleting the trigger deletes its secret; a trigger that stops being a webhook drops it too.
