@@ -76,6 +76,10 @@ SCHEMA = (
     )
     """,
     "CREATE INDEX trigger_firings_recent ON trigger_firings (trigger_id, fired_at DESC)",
+    # A webhook trigger's sealed secret (triggers/webhooks.py `secret_name`) goes with it, however the row goes —
+    # including the cascade when its agent is deleted.
+    "CREATE TRIGGER triggers_drop_webhook_secret AFTER DELETE ON triggers BEGIN "
+    "DELETE FROM secrets WHERE account_id = old.account_id AND name = 'webhook:' || old.id; END",
     "CREATE INDEX trigger_firings_by_run ON trigger_firings (run_id) WHERE run_id IS NOT NULL",
     """
     CREATE TABLE trigger_watermarks (

@@ -160,3 +160,21 @@ async def test_the_secret_is_shown_once_and_stored_sealed(scripted: Harness, cap
     schedule = {"type": "schedule", "schedule": {"kind": "interval", "every": 1, "unit": "hours"}}
     await write(scripted, "~/triggers/gh2", {"source": schedule, "prompt": "Tick."})
     assert scripted.secrets.find(scripted.account_id, secret_name(again["id"])) is None
+
+
+async def test_deleting_the_agent_drops_its_webhook_secrets(scripted: Harness) -> None:
+    from mcp_harness.definition import normalize_definition
+
+    base = scripted.agent().definition.to_json()
+    other = scripted.create_agent(normalize_definition({**base, "name": "hooked"}))
+    saved = await write(scripted, "~/triggers/gh", hook("push"))
+    assert scripted.secrets.find(scripted.account_id, secret_name(saved["id"])) is not None
+    # The same write as the other agent, then the agent goes: its trigger cascades, and its secret with it.
+    arguments = {"address": "~/triggers/theirs", "content": json.dumps(hook("theirs"))}
+    result, error = await SessionBinding(scripted, agent_id=other.id).invoke("write", arguments)
+    assert error is None and result is not None
+    theirs = result.data["id"]
+    assert scripted.secrets.find(scripted.account_id, secret_name(theirs)) is not None
+    scripted.agents.delete(other.id)
+    assert scripted.secrets.find(scripted.account_id, secret_name(theirs)) is None
+    assert scripted.secrets.find(scripted.account_id, secret_name(saved["id"])) is not None
