@@ -99,7 +99,13 @@ def _serve_http(harness: Harness, server: Any, settings: Settings, host: str, po
 
     listener = listen_http(host, port)
     app = http_app(
-        server, host=host, http=settings.http, loopback=listener.loopback, session_visible=session_visibility(harness)
+        server,
+        host=host,
+        http=settings.http,
+        loopback=listener.loopback,
+        session_visible=session_visibility(harness),
+        console=harness,
+        hooks=harness,
     )
     listener.open()
     try:

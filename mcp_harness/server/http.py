@@ -27,7 +27,7 @@ from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Receive, Scope, Send
 
 from mcp_harness.config import HttpSettings, TokenSettings, token_hash
@@ -42,6 +42,8 @@ TOKEN_SCOPE_KEY = "mcp_harness.token"
 SessionCheck = Callable[[str, TokenSettings | None], str | None]
 """`(session id, token)` → None when the caller may use the session, else the refusal to send (off the loop)."""
 _VISIBLE_CACHE = 4096
+SHUTDOWN_GRACE_S = 3
+"""How long a stopping server waits for open requests before it cancels them."""
 
 
 def session_visibility(harness: Harness) -> SessionCheck:
@@ -71,10 +73,18 @@ def http_app(
     http: HttpSettings,
     session_visible: SessionCheck | None = None,
     loopback: bool | None = None,
+    console: Harness | None = None,
+    hooks: Harness | None = None,
+    attachments: Harness | None = None,
+    ipfs: Harness | None = None,
 ) -> Starlette:
     """The ASGI app. `loopback` is whether the bound address is loopback (default: resolve `host`); a non-loopback
     bind without tokens is refused. `session_visible` (see `session_visibility`) refuses `/mcp/sessions/{id}` at
-    connect; without it those sessions are checked by the handlers only."""
+    connect; without it those sessions are checked by the handlers only. `console` (the harness) mounts the web
+    console at `/` (`server/console.py`). `hooks` (the harness) mounts webhook deliveries at `/hooks/<trigger id>`
+    (`server/hooks.py`). `attachments` (the harness) mounts uploads at `/mcp/sessions/<id>/attachments`
+    (`server/attachments_http.py`). `ipfs` (the harness) mounts `GET /ipfs/<cid>` over its block store
+    (`server/ipfs_http.py`)."""
     if loopback is None:
         loopback = edge.resolves_to_loopback(host)
     if not loopback and not http.tokens:
@@ -141,28 +151,34 @@ def http_app(
     limited = RequestBodyLimitMiddleware(checked, http.max_body_bytes)
     hashes = [(t, t.hash) for t in http.tokens]
 
-    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+    async def admitted(scope: Scope, receive: Receive, send: Send, *, public: bool = False) -> bool:
+        """Host, Origin, then the bearer token (not for `public`: the console's data-free shell and assets); False
+        once a refusal is sent."""
         headers = Headers(scope=scope)
         host_header = headers.get("host")
         if not rules.host_allowed(host_header):
             message = f"Host {host_header} is not allowed (see [http] allowed_hosts)."
             await _refuse(421, message)(scope, receive, send)
-            return
+            return False
         origin = headers.get("origin")
         if origin is not None and not rules.origin_allowed(origin):
             await _refuse(403, f"Origin {origin} is not allowed (see [http] allowed_origins).")(scope, receive, send)
-            return
-        if hashes:
+            return False
+        if hashes and not public:
             header = headers.get("authorization", "")
             presented = header[7:].strip() if header.lower().startswith("bearer ") else ""
             digest = token_hash(presented) if presented else ""
             matched = next((t for t, h in hashes if hmac.compare_digest(digest, h)), None)
             if matched is None:
                 await _refuse(401, "A valid bearer token is required.")(scope, receive, send)
-                return
+                return False
             scope[TOKEN_SCOPE_KEY] = matched
             scope["user"] = principals[matched.hash]
-        await limited(scope, receive, send)
+        return True
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if await admitted(scope, receive, send):
+            await limited(scope, receive, send)
 
     class Endpoint:
         """A raw ASGI endpoint (a class, so Starlette routes every method to it rather than only GET)."""
@@ -176,7 +192,30 @@ def http_app(
             yield
 
     endpoint = Endpoint()
-    routes = [Route("/mcp", endpoint=endpoint), Route("/mcp/sessions/{session_id}", endpoint=endpoint)]
+    routes: list[BaseRoute] = [Route("/mcp", endpoint=endpoint), Route("/mcp/sessions/{session_id}", endpoint=endpoint)]
+    if hooks is not None:  # webhook deliveries: Host and Origin checked, no token (their signature authenticates)
+        from mcp_harness.server.hooks import Hooks
+
+        deliveries = Hooks(hooks)
+
+        class HookEndpoint:
+            async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+                if await admitted(scope, receive, send, public=True):
+                    await deliveries(scope, receive, send)
+
+        routes.append(Route("/hooks/{trigger_id}", endpoint=HookEndpoint()))
+    if attachments is not None:  # uploads to a session: the same guard, and the same session rule as its endpoint
+        from mcp_harness.server.attachments_http import attachment_routes
+
+        routes += attachment_routes(attachments, admitted, session_visibility(attachments))
+    if ipfs is not None:  # published files by CID, behind the same guard (tokens too: see server/ipfs_http.py)
+        from mcp_harness.server.ipfs_http import ipfs_routes
+
+        routes += ipfs_routes(ipfs, admitted)
+    if console is not None:  # the web console at `/`, behind the same guard; imported only here, never for stdio
+        from mcp_harness.server.console import console_routes
+
+        routes += console_routes(console, admitted)
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.event_logs = manager.event_logs
     return app
@@ -249,7 +288,9 @@ async def serve_http(app: Starlette, *, harness: Harness, listener: HttpListener
     """Serve the app on the listener's socket until interrupted."""
     import uvicorn
 
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    # A bounded grace: an open stream (a console tab, an MCP GET stream) never ends by itself, and Ctrl-C must not
+    # wait on it.
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
     async with harness.engine_running():  # one engine for every HTTP session
         assert listener.socket is not None, "open() the listener first"
         await uvicorn.Server(config).serve(sockets=[listener.socket])

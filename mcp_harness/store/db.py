@@ -46,6 +46,7 @@ class Database:
         self._lock = threading.RLock()
         self._depth = 0
         self._after_commit: list[tuple[int, Callable[[], None]]] = []
+        self._commit_listeners: list[Callable[[], None]] = []
         with self._lock:
             migrate(self._conn)
         self.instance_id = new_id()
@@ -90,6 +91,15 @@ class Database:
             callbacks, self._after_commit = self._after_commit, []
             for _, fn in callbacks:
                 fn()
+            for fn in tuple(self._commit_listeners):
+                fn()
+
+    def on_every_commit(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call `fn` (quick, must not raise or block: it runs on the committing thread, under the lock) after every
+        commit of `transaction()`, so a live view (the console) wakes on change instead of polling; returns what
+        stops it. Other processes' commits show in `data_version` instead."""
+        self._commit_listeners.append(fn)
+        return lambda: self._commit_listeners.remove(fn) if fn in self._commit_listeners else None
 
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Call `fn` (quick, must not raise) once the current transaction commits; never if it, or the savepoint

@@ -65,6 +65,7 @@ async def test_the_wheel_installs_with_uv_and_serves_stdio(tmp_path: Path) -> No
     assert packaged == (ROOT / "config.example.toml").read_bytes(), "the wheel carries the documented example"
     assert "mcp-harness = mcp_harness.cli:main" in entry_points
     assert all(n.startswith(("mcp_harness/", "seed_harness-")) for n in names)
+    assert {"mcp_harness/console/static/console.js", "mcp_harness/console/static/index.html"} <= set(names)
 
     tools, bin_dir = tmp_path / "tools", tmp_path / "bin"
     env = {

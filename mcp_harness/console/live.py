@@ -1,0 +1,71 @@
+"""Wake live views when the database changes, without the browser polling and without scanning tables.
+
+A commit made in this process signals at once (`Database.on_every_commit`); a commit made by another process (a
+`serve` or `chat` elsewhere on the same data dir) shows in SQLite's `PRAGMA data_version`, a counter read without
+touching any table, which waiters check at most once a second. Views re-read what they show after a wake and send
+it only if it changed, so a spurious wake costs one read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import anyio
+
+from mcp_harness.store.db import Database
+
+FOREIGN_CHECK_S = 1.0
+"""How often waiters look for other processes' commits."""
+
+
+class ChangeFeed:
+    """A generation counter that moves on every commit; `changed(seen, timeout)` waits for it to move."""
+
+    def __init__(self, db: Database, *, foreign_check_s: float = FOREIGN_CHECK_S) -> None:
+        self._db = db
+        self._foreign_check_s = foreign_check_s
+        self.generation = 0
+        self._event: anyio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._data_version: int | None = None
+        self._checked_at = 0.0
+        self.stop = db.on_every_commit(self._signal)
+
+    def _signal(self) -> None:
+        # Runs on whichever thread committed, under the database lock: it must not block, so it only schedules the
+        # bump on the loop (anyio's from_thread would wait for the loop, which may itself be waiting on that lock).
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._bump)
+
+    def _bump(self) -> None:
+        self.generation += 1
+        if self._event is not None:
+            self._event.set()
+            self._event = None
+
+    async def changed(self, seen: int, timeout: float) -> int:
+        """The generation once it differs from `seen`, or after `timeout` seconds whatever it is."""
+        self._loop = asyncio.get_running_loop()
+        with anyio.move_on_after(timeout):
+            while self.generation == seen:
+                if self._event is None:
+                    self._event = anyio.Event()
+                with anyio.move_on_after(self._foreign_check_s):
+                    await self._event.wait()
+                await self._check_foreign()
+        return self.generation
+
+    async def _check_foreign(self) -> None:
+        now = time.monotonic()
+        if now - self._checked_at < self._foreign_check_s * 0.9:
+            return
+        self._checked_at = now
+        version = await anyio.to_thread.run_sync(self._db.data_version)
+        if self._data_version is not None and version != self._data_version:
+            self._bump()
+        self._data_version = version
+
+
+__all__ = ["FOREIGN_CHECK_S", "ChangeFeed"]
