@@ -58,19 +58,19 @@ async def measure(n: int, layout: str) -> dict[str, float]:
             async with Client(build_server(harness)) as c:
                 await c.call_tool("read", {"address": "~/self"})  # warm: the session, the sandbox probe
                 passes = 1 if n >= 100_000 else 3
-                best, seen = float("inf"), 0
+                best, seen, pages = float("inf"), 0, 0
                 for _ in range(passes):
                     start = time.perf_counter()
-                    seen, cursor = 0, None
+                    seen, pages, cursor = 0, 0, None
                     while True:
                         page = await c.list_resources(cursor=cursor) if cursor else await c.list_resources()
                         seen += len(page.resources)
+                        pages += 1
                         cursor = page.next_cursor
                         if cursor is None:
                             break
                     best = min(best, time.perf_counter() - start)
                     assert seen >= n, (seen, n)
-                pages = -(-seen // 100)
                 out = {"resources/list, all pages": best, "resources/list, per page": best / pages}
                 for label, address in (("read ~/memory/", "~/memory/"), ("read ~/self", "~/self")):
                     times: list[float] = []

@@ -25,6 +25,10 @@ Curves:
   top of them, through the node of that same fresh harness: the p50 of 50 publishes, each an `update` of a small
   document (read it, sign a Change and a Ref, store them).
   Target: p50 at the largest size ≤ 1.5× the smallest.
+- `resources-list` — n memory files (1k / 10k / 100k), 100 to a directory (bench/memory_listing.py's `tree`
+  layout, made with plain os calls), then a fresh harness and the SDK's in-memory `Client`: every page of
+  `resources/list` in order, client-side validation included (a real client pays it), best of 3 (2 at 100k).
+  Targets: all pages ≤ 3 s at the largest size, and the cost per 1k files flat (≤ 1.5× at small: O(n) in all).
 
 Curves kept in their own modules, run from here (each prints its own lines and says whether it met its target):
 
@@ -380,6 +384,41 @@ def curve_hm_publish(sizes: tuple[int, ...]) -> Curve:
     return curve
 
 
+# --- resources-list -----------------------------------------------------------------------------------------------
+
+
+async def _resources_list(count: int) -> float:
+    from memory_listing import plant  # bench/ is the script's directory, so its siblings import by name
+
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        with fresh_harness(Path(tmp)) as harness:
+            plant(harness.agent().memory_dir, count, "tree")
+            async with client_of(harness) as client:
+                best = float("inf")
+                for _ in range(2 if count >= 100_000 else 3):
+                    start = time.perf_counter()
+                    seen, cursor = 0, None
+                    while True:
+                        page = await client.list_resources(cursor=cursor) if cursor else await client.list_resources()
+                        seen += len(page.resources)
+                        if (cursor := page.next_cursor) is None:
+                            break
+                    best = min(best, time.perf_counter() - start)
+                    if seen < count:
+                        raise SystemExit(f"resources/list listed {seen} resources for {count} files")
+    return best
+
+
+def curve_resources_list(sizes: tuple[int, ...]) -> Curve:
+    curve = Curve("resources-list: every page of resources/list against the memory files", "files", sizes)
+    figures = [anyio.run(_resources_list, n) for n in sizes]
+    curve.lines["all pages"] = figures
+    curve.lines["per 1k files"] = [f / (n / 1000) for f, n in zip(figures, sizes, strict=True)]
+    curve.targets["all pages"] = Target(seconds=3.0)
+    curve.targets["per 1k files"] = Target(ratio=1.5)
+    return curve
+
+
 # --- main -----------------------------------------------------------------------------------------------------------
 
 
@@ -387,6 +426,7 @@ CURVES: dict[str, tuple[Callable[[tuple[int, ...]], Curve], tuple[int, ...]]] = 
     "hm-update": (curve_hm_update, (100, 1_000, 10_000)),
     "hm-directory": (curve_hm_directory, (100, 1_000, 10_000)),
     "hm-publish": (curve_hm_publish, (1_000, 100_000, 1_000_000)),
+    "resources-list": (curve_resources_list, (1_000, 10_000, 100_000)),
 }
 
 

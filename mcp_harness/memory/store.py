@@ -206,11 +206,14 @@ class MemoryStore:
         """
         return listing.page_dir(self, path, after, limit)
 
-    def files_page(self, after: str | None, limit: int) -> tuple[list[MemoryEntry], str | None]:
-        """Up to `limit` addressable files in path order after the path `after`, and the cursor of the next page
-        (None at the end). Consecutive pages continue one walk of the tree."""
+    def files_page(
+        self, after: str | None, limit: int, max_bytes: int | None = None
+    ) -> tuple[list[walk.WalkedFile], str | None]:
+        """Up to `limit` addressable files in path order after the path `after` (fewer when their paths would pass
+        `max_bytes`), and the cursor of the next page (None at the end). Consecutive pages continue one walk of the
+        tree (memory/walk.py)."""
         self._ready()
-        return self._walks.page(self, after, limit)
+        return self._walks.page(self, after, limit, max_bytes)
 
     def _is_file(self, path: str) -> bool:
         parents, name = self._split(path)

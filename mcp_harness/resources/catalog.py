@@ -24,7 +24,13 @@ from mcp_harness.verbs.contracts import VERBS
 
 RESOURCE_NOT_FOUND = -32002
 """What a missing resource answers in the handshake era (2025-11-25 and before: "Resource not found: -32002")."""
-PAGE_SIZE = 100
+PAGE_SIZE = 1000
+"""Resources a page holds at most. The spec leaves the size to the server (clients must not assume one), and most
+servers send every resource in one page, so clients take large pages; at 100 a page, 100k files cost 1,000 round
+trips, each with its fixed cost (a request, a thread hop, the SDK's envelope), twice what the listing itself cost."""
+PAGE_BYTES = 256 * 1024
+"""What one page's memory paths may add up to (plus `walk.PATH_OVERHEAD` each), so a page of long names stays a few
+hundred KiB on the wire."""
 CURSOR_PREFIX = "after:"
 _CURSOR = re.compile(r"after:([A-Za-z0-9_-]+)")
 """A cursor names the last memory file of the page before, `after:` + its path in unpadded base64url: the walk of
@@ -103,18 +109,27 @@ def decode_cursor(cursor: str | None) -> str | None:
     return path
 
 
+_MEMORY_URI = memory_resource_uri("")
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~/-]*")
+"""Paths `memory_uri` leaves as they are (what `urllib.parse.quote` never escapes, and "/"): most of them, and one
+regex match costs a fifth of quoting."""
+
+
+def _memory_uri(path: str) -> str:
+    return _MEMORY_URI + path if _UNQUOTED.fullmatch(path) else memory_resource_uri(path)
+
+
 def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.ListResourcesResult:
-    """The fixed resources first, then memory files in path order, `PAGE_SIZE` per page.
+    """The fixed resources first, then memory files in path order, up to `PAGE_SIZE` (and `PAGE_BYTES`) a page.
 
     Only files an address can name are listed: every resource offered must be readable by resources/read.
     """
     after = decode_cursor(cursor)
     ctx = binding.context_sync(create=False)
     items = _static(binding) if after is None else []
-    files, last = ctx.services.memory(ctx.agent).files_page(after, max(1, PAGE_SIZE - len(items)))
-    items += [
-        types.Resource(name=e.path, uri=memory_resource_uri(e.path), mime_type=e.mime_type, size=e.size) for e in files
-    ]
+    store = ctx.services.memory(ctx.agent)
+    files, last = store.files_page(after, max(1, PAGE_SIZE - len(items)), PAGE_BYTES)
+    items += [types.Resource(name=p, uri=_memory_uri(p), mime_type=m, size=s) for p, s, m in files]
     return types.ListResourcesResult(resources=items, next_cursor=encode_cursor(last) if last is not None else None)
 
 

@@ -27,12 +27,15 @@ async def test_templates_cover_the_readable_addresses(client: Client) -> None:
     assert [t.uri_template for t in templates] == [
         "harness://memory/{path}",
         "harness://tools/{name}",
+        "harness://triggers/{name}",
         "thread:{id}",
         "hm://{account}/{path}",
+        "ipfs://{cid}",
     ]
 
 
-async def test_resources_list_pages_through_memory_files(client: Client, harness: Harness) -> None:
+async def test_resources_list_pages_through_memory_files(client: Client, harness: Harness, monkeypatch: Any) -> None:
+    monkeypatch.setattr(catalog, "PAGE_SIZE", 100)
     root = harness.agent().memory_dir
     root.mkdir(parents=True, exist_ok=True)
     for i in range(150):
@@ -207,3 +210,83 @@ async def test_paging_through_every_resource_stats_each_file_once(harness: Harne
         monkeypatch.setattr(os, "stat", real_stat)
     assert len(uris) == 1000
     assert stats[0] <= 1100, f"{stats[0]} stats for 1000 files"
+
+
+async def test_a_page_of_files_is_one_request_up_to_the_page_size(client: Client, harness: Harness) -> None:
+    """1,000 files and the fixed resources fit two pages at the default size; each file says its size and type."""
+    root = harness.agent().memory_dir
+    os.makedirs(root / "d")
+    for f in range(1000):
+        (root / "d" / f"f{f:04}.md").write_bytes(b"x" * (f % 7))
+    (root / "a.tar.gz").write_bytes(b"zz")
+    (root / ".env").write_bytes(b"k=v")
+    first = await client.list_resources()
+    assert len(first.resources) == catalog.PAGE_SIZE and first.next_cursor is not None
+    second = await client.list_resources(cursor=first.next_cursor)
+    assert second.next_cursor is None
+    memory = {r.uri: r for r in first.resources + second.resources if r.uri.startswith("harness://memory/")}
+    assert len(memory) == 1002
+    note = memory["harness://memory/d/f0012.md"]
+    assert (note.name, note.size, note.mime_type) == ("d/f0012.md", 5, "text/markdown")
+    tarball = memory["harness://memory/a.tar.gz"]
+    assert (tarball.size, tarball.mime_type) == (2, "application/x-tar")
+    assert memory["harness://memory/.env"].mime_type is None
+
+
+async def test_a_page_of_long_names_stops_at_its_byte_budget(harness: Harness, monkeypatch: Any) -> None:
+    """Pages end at `PAGE_BYTES` of paths (at least one file each), and every file is still listed once."""
+    root = harness.agent().memory_dir
+    root.mkdir(parents=True, exist_ok=True)
+    names = [f"{i:02}-" + "n" * 200 for i in range(30)]
+    for name in names:
+        (root / name).write_bytes(b"x")
+    monkeypatch.setattr(catalog, "PAGE_BYTES", 1000)  # four such paths (plus their overhead) a page
+    sizes: list[int] = []
+    uris: list[str] = []
+    cursor: str | None = None
+    async with Client(build_server(harness)) as c:
+        while True:
+            page = await c.list_resources(cursor=cursor) if cursor else await c.list_resources()
+            files = [r.uri for r in page.resources if r.uri.startswith("harness://memory/")]
+            sizes.append(len(files))
+            uris += files
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        monkeypatch.setattr(catalog, "PAGE_BYTES", 10)  # less than one path: a page still holds one file
+        one = await c.list_resources(cursor=encode_cursor(names[0]))
+    assert uris == [memory_uri(n) for n in names]
+    assert max(sizes) == 3 and len(sizes) == 10
+    assert len(one.resources) == 1 and one.resources[0].uri == memory_uri(names[1]) and one.next_cursor
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["one-walk", "resumed-from-cursor"])
+async def test_files_added_and_removed_between_pages(harness: Harness, cached: bool, monkeypatch: Any) -> None:
+    """A file that stays is listed exactly once; one removed before its page is not listed; one added after the
+    cursor's place is listed when the walk has not yet read its directory (or resumes from the cursor)."""
+    root = harness.agent().memory_dir
+    for d in ("a", "b", "c"):
+        os.makedirs(root / d)
+        for f in range(10):
+            (root / d / f"{f}.txt").write_bytes(b"x")
+    monkeypatch.setattr(catalog, "PAGE_SIZE", 7)
+    store = harness.memory(harness.agent())
+    async with Client(build_server(harness)) as c:
+        first = await c.list_resources()
+        (root / "a" / "0.txt").unlink()  # before the cursor: already listed
+        (root / "b" / "5.txt").unlink()  # after it: never listed
+        (root / "c" / "55.txt").write_bytes(b"new")  # after it, in a directory not yet read
+        (root / "a" / "-.txt").write_bytes(b"new")  # before it: not listed ("-.txt" sorts before "0.txt")
+        if not cached:
+            store._walks.clear()  # pyright: ignore[reportPrivateUsage]
+        rest: list[str] = []
+        cursor = first.next_cursor
+        while cursor is not None:
+            page = await c.list_resources(cursor=cursor)
+            rest += [r.uri for r in page.resources]
+            cursor = page.next_cursor
+    listed = [r.uri for r in first.resources if r.uri.startswith("harness://memory/")] + rest
+    assert len(listed) == len(set(listed))
+    stayed = {memory_uri(f"{d}/{f}.txt") for d in "abc" for f in range(10)} - {memory_uri("b/5.txt")}
+    assert stayed <= set(listed) and memory_uri("b/5.txt") not in listed
+    assert memory_uri("c/55.txt") in listed and memory_uri("a/-.txt") not in listed
