@@ -8,6 +8,7 @@ build serves, and how, is declared by the address spaces (spaces/registry.py).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, unquote
@@ -83,13 +84,21 @@ def parse_address(text: str) -> Address | None:
         return Address("activity", raw[len("activity:") :], raw=raw)
     if lowered.startswith("attachment:"):
         return Address("attachment", raw[len("attachment:") :], raw=raw)
-    if lowered.startswith("ipfs://") or lowered.startswith("ipfs:"):
+    if lowered.startswith("ipfs://") or lowered.startswith("ipfs:") or _IPFS_PATH.match(raw) or _BARE_CID.match(raw):
         return Address("ipfs", raw, raw=raw)
     if lowered.startswith("hm://"):
         return Address("hm", raw, raw=raw)
     if lowered.startswith("https://") or lowered.startswith("http://"):
-        return Address("web", raw, raw=raw)
+        # A gateway URL (`https://<host>/ipfs/<cid>`) names content, not a page: it is read (and verified) as IPFS.
+        return Address("ipfs" if _GATEWAY_URL.match(raw) else "web", raw, raw=raw)
     return None
+
+
+# The shapes of a CID (CIDv1 base32 `b…`, CIDv0 `Qm…`); spaces/ipfs.py parses it exactly.
+_CID_SHAPE = r"(?:b[a-z2-7]{20,}|Qm[1-9A-HJ-NP-Za-km-z]{44})"
+_BARE_CID = re.compile(rf"^{_CID_SHAPE}$")
+_IPFS_PATH = re.compile(rf"^/ipfs/{_CID_SHAPE}(?:[/?#].*)?$")
+_GATEWAY_URL = re.compile(rf"^(?i:https?)://[^/?#]+/ipfs/{_CID_SHAPE}(?:[/?#].*)?$")
 
 
 def memory_uri(path: str) -> str:

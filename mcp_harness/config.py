@@ -144,6 +144,20 @@ class WebSettings(BaseModel):
     """User-Agent header of every outbound request."""
 
 
+class IpfsSettings(BaseModel):
+    """IPFS: where `read ipfs://<cid>` fetches what the local block store lacks, and how much it takes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gateways: list[str] = Field(default_factory=lambda: ["https://ipfs.io"])
+    """Gateways or Seed nodes (base URLs; `/ipfs/<cid>` is appended), tried in order through the guarded client;
+    every block they send is checked against its CID. A loopback or private one needs `[web] allow_hosts`."""
+    max_file_bytes: int = Field(default=100 * 1024 * 1024, ge=1024)
+    """Largest file `read ipfs://` downloads and `write ipfs://` publishes; a larger one is refused."""
+    max_block_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    """Largest single block accepted from a gateway (IPFS's own limit is 2 MiB)."""
+
+
 class TriggerSettings(BaseModel):
     """Triggers: the scheduler that fires them while the engine runs (HARNESS §10)."""
 
@@ -244,6 +258,7 @@ class Settings(BaseModel):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     runs: RunSettings = Field(default_factory=RunSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    ipfs: IpfsSettings = Field(default_factory=IpfsSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mcp_harness.runs.engine import RunEngine
     from mcp_harness.sandbox import Sandbox
     from mcp_harness.store import AgentRecord, AgentStore, Database, SessionStore
+    from mcp_harness.store.attachments import AttachmentStore
     from mcp_harness.store.runs import RunStore
     from mcp_harness.store.secrets import SecretStore
     from mcp_harness.store.tools import ToolStore
@@ -50,6 +51,8 @@ class Stores(Protocol):
     def tools(self) -> ToolStore: ...
     @property
     def runs(self) -> RunStore: ...
+    @property
+    def attachments(self) -> AttachmentStore: ...
 
 
 class Memories(Protocol):

@@ -13,6 +13,7 @@ import sys
 from mcp_harness import __version__
 from mcp_harness.cli import (
     agents,
+    attach,
     chat,
     config,
     doctor,
@@ -29,7 +30,7 @@ from mcp_harness.cli import (
 from mcp_harness.cli._common import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, exit_code
 from mcp_harness.errors import HarnessError
 
-GROUPS = (serve, agents, sessions, runs, chat, invoke, token, provider, secret, identity, config, doctor, gc)
+GROUPS = (serve, agents, sessions, runs, chat, attach, invoke, token, provider, secret, identity, config, doctor, gc)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -56,9 +56,12 @@ def register(sub: Any) -> None:
     listing.set_defaults(handler=_list)
 
     ref_help = "label, account id or secret name (hm-account-…)"
-    update = identity_sub.add_parser("update", help="change an identity's label (republishes its profile)")
+    update = identity_sub.add_parser("update", help="change an identity's label or picture (republishes its profile)")
     update.add_argument("identity", metavar="NAME", help=ref_help)
-    update.add_argument("--label", required=True, help="the new human name")
+    update.add_argument("--label", help="the new human name")
+    update.add_argument(
+        "--avatar", type=Path, metavar="FILE", help="a picture to publish to IPFS as the profile's avatar (public)"
+    )
     update.set_defaults(handler=_update)
 
     delete = identity_sub.add_parser("delete", help="delete an identity's sealed key (agents naming it then fail)")
@@ -160,9 +163,23 @@ def _list(args: argparse.Namespace, out: Any) -> int:
 def _update(args: argparse.Namespace, out: Any) -> int:
     from mcp_harness.identity.identities import update_identity
 
-    with opened(args) as harness:
-        identity = update_identity(harness, args.identity, args.label)
-    return _show(identity, "Updated", args, out)
+    if args.label is None and args.avatar is None:
+        raise BadRequest("identity update needs --label NAME, --avatar FILE, or both.")
+    if args.avatar is None:
+        with opened(args) as harness:
+            identity = update_identity(harness, args.identity, args.label)
+        return _show(identity, "Updated", args, out)
+    from mcp_harness.identity.avatar import set_avatar
+
+    try:
+        picture = args.avatar.open("rb")
+    except OSError as exc:
+        raise BadRequest(f"Cannot read {args.avatar}: {exc.strerror}.") from exc
+    with picture, opened(args) as harness:
+        limit = harness.settings.ipfs.max_file_bytes
+        identity, icon = set_avatar(harness, args.identity, picture, label=args.label, max_bytes=limit)
+    text = f"Updated signing identity {identity.label!r}: avatar {icon} ({identity.account_id})."
+    return emit(out, args, {**identity.to_json(), "icon": icon}, text)
 
 
 def _delete(args: argparse.Namespace, out: Any) -> int:

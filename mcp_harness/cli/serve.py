@@ -106,6 +106,8 @@ def _serve_http(harness: Harness, server: Any, settings: Settings, host: str, po
         session_visible=session_visibility(harness),
         console=harness,
         hooks=harness,
+        attachments=harness,
+        ipfs=harness,
     )
     listener.open()
     try:

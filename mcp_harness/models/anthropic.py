@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx2
 
+from mcp_harness.models.vision import anthropic_image_blocks
 from mcp_harness.models.wire import (
     Message,
     ModelRequest,
@@ -138,13 +139,18 @@ def _conversation(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
 
 def _blocks(m: Message) -> list[dict[str, Any]]:
     if m.role == "tool":
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content}
+        content: Any = m.content
+        if m.images:  # a tool result may hold images itself on this wire
+            content = [{"type": "text", "text": m.content or "(image)"}, *anthropic_image_blocks(m.images)]
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": content}
         if m.is_error:
             block["is_error"] = True
         return [block]
     blocks: list[dict[str, Any]] = [dict(b) for b in m.reasoning] if m.role == "assistant" else []
     if m.content.strip():
         blocks.append({"type": "text", "text": m.content})
+    if m.role == "user":
+        blocks.extend(anthropic_image_blocks(m.images))
     if m.role == "assistant":
         blocks.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls)
     return blocks

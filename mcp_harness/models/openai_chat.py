@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx2
 
+from mcp_harness.models.vision import images_intro, openai_image_parts
 from mcp_harness.models.wire import (
     Message,
     ModelRequest,
@@ -81,7 +82,16 @@ def reasoning_effort(provider_type: str, model: str, level: str | None) -> str |
 def chat_body(request: ModelRequest, model: str, provider_type: str) -> dict[str, Any]:
     """The JSON body of a chat-completions request."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
-    messages.extend(_message(m) for m in request.messages)
+    held: list[dict[str, Any]] = []
+    for m in request.messages:
+        if held and m.role != "tool":  # tool messages must follow their call unbroken: their images come after
+            messages.extend(held)
+            held = []
+        messages.append(_message(m))
+        if m.role == "tool" and m.images:
+            intro = images_intro(m.images, m.tool_call_id)
+            held.append({"role": "user", "content": openai_image_parts(m.images, intro)})
+    messages.extend(held)
     body: dict[str, Any] = {"model": model, "messages": messages}
     if request.tools:
         body["tools"] = [
@@ -118,6 +128,8 @@ def _message(m: Message) -> dict[str, Any]:
                 for c in m.tool_calls
             ],
         }
+    if m.role == "user" and m.images:
+        return {"role": "user", "content": openai_image_parts(m.images, m.content or None)}
     return {"role": m.role, "content": m.content}
 
 

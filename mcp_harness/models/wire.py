@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import httpx2
@@ -33,6 +33,16 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image a message carries to a model that accepts images (`models/vision.py` says which do)."""
+
+    mime_type: str
+    data: bytes = field(repr=False)
+    label: str = ""
+    """What the image is (`attachment photo.png`, `~/memory/chart.png`), for a model or a note that names it."""
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One conversation turn. The system prompt is not a message: it travels in `ModelRequest.system`."""
 
@@ -49,6 +59,8 @@ class Message:
     reasoning: tuple[dict[str, Any], ...] = ()
     """Assistant only: opaque provider reasoning blocks to send back verbatim (Anthropic `thinking` blocks carry a
     signature the API checks during a tool loop); copy `ModelResponse.reasoning` here."""
+    images: tuple[ImagePart, ...] = ()
+    """User and tool messages: images sent with the text (image parts; a tool result's follow it on OpenAI's wire)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,6 +89,30 @@ def _structured(result: VerbResult) -> dict[str, Any]:
     return {**small, "contentInText": True}
 
 
+HTTP_IMAGE_BYTES = 700 * 1024
+"""Over Streamable HTTP a result is one server-sent event, and the SDK's client drops events over 1 MiB: a larger
+image (4/3 bigger in base64) is replaced by a note there. Over stdio every image the verb shows is sent."""
+
+
+def image_content(result: VerbResult, request: Any) -> list[types.TextContent | types.ImageContent]:
+    """The result's images as MCP image content, so the client's model sees them (issue 18)."""
+    import base64
+
+    blocks: list[types.TextContent | types.ImageContent] = []
+    for image in result.images:
+        if getattr(request, "url", None) is not None and len(image.data) > HTTP_IMAGE_BYTES:
+            note = (
+                f"[{image.label or 'The image'} ({image.mime_type}, {len(image.data)} bytes) is not sent over HTTP: "
+                f"one MCP message there holds at most 1 MiB, so images over {HTTP_IMAGE_BYTES} bytes are left out. "
+                "Serve over stdio to see it, or work on it with call execute.]"
+            )
+            blocks.append(types.TextContent(type="text", text=note))
+            continue
+        data = base64.b64encode(image.data).decode("ascii")
+        blocks.append(types.ImageContent(type="image", data=data, mime_type=image.mime_type))
+    return blocks
+
+
 def error_result(error: HarnessError) -> types.CallToolResult:
     """A refusal as the model sees it: `isError`, the message, and `structuredContent.error`."""
     return types.CallToolResult(
@@ -314,7 +338,8 @@ def build_server(
             return error_result(error)
         assert result is not None
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.text)], structured_content=_structured(result)
+            content=[types.TextContent(type="text", text=result.text), *image_content(result, ctx.request)],
+            structured_content=_structured(result),
         )
 
     async def on_list_resources(
@@ -336,6 +361,14 @@ def build_server(
         ctx: ServerRequestContext[ServerState], params: types.CallToolRequestParams
     ) -> HandlerResult:
         arguments = params.arguments or {}
+        if params.name == "delegate" and isinstance(arguments.get("brief"), list):
+            from mcp_harness.server.brief_content import lift_brief  # content blocks: files become attachments
+
+            try:
+                arguments = await lift_brief(await state.bound(ctx), arguments)
+            except HarnessError as exc:
+                return error_result(exc)
+            params = params.model_copy(update={"arguments": arguments})
         if params.name == "delegate" and arguments.get("await") is not False and _declares_tasks(ctx):
             # The client takes a task handle and polls tasks/get; the child is the same durable run.
             from mcp_harness.verbs import delegate_tasks

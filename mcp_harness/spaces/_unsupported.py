@@ -6,8 +6,6 @@ from mcp_harness.errors import BadRequest
 
 _LATER: dict[str, str] = {
     "run": "Run journals (run:<id>)",
-    "attachment": "Conversation attachments (attachment:<id>)",
-    "ipfs": "IPFS (ipfs://)",
     "hm": "Hypermedia documents (hm://)",
     "tools": "Authored tools (~/tools/<name>)",
     "call": "The call verb (callable tools such as search, web_search and execute)",
@@ -16,7 +14,7 @@ _LATER: dict[str, str] = {
 }
 
 
-WRITABLE_LATER = frozenset({"ipfs"})
+WRITABLE_LATER: frozenset[str] = frozenset()
 """Address kinds no space serves yet that later builds write: a write to one (not a listing) gets `not_in_this_build`;
 any other write address this build does not serve is unrecognized."""
 

@@ -78,6 +78,10 @@ def read_memory(ctx: VerbContext, address: Address, options: dict[str, Any], fmt
     if entry.mime_type:
         data["mimeType"] = entry.mime_type
     if file.text is None:
+        from mcp_harness.spaces.attachment import memory_image  # a small image is shown as one (issue 18)
+
+        if (image := memory_image(ctx, entry, file.data, data)) is not None:
+            return image
         kind = f", {entry.mime_type}" if entry.mime_type else ""
         data = {
             "summary": f"{path} is a binary file ({entry.size} bytes{kind}); content not shown. Process it with a "
@@ -222,6 +226,10 @@ def write_memory(
         from mcp_harness.web.download import download_to_memory
 
         return VerbResult.of(download_to_memory(ctx.services, ctx.agent, address.rest, options["fromUrl"]))
+    if "fromAttachment" in options:
+        from mcp_harness.spaces.attachment import save_to_memory
+
+        return save_to_memory(ctx, address.rest, content, options)
     path = normalize_memory_path(address.rest)
     memory = ctx.services.memory(ctx.agent)
     if "delete" in options:
@@ -231,11 +239,6 @@ def write_memory(
             deleted = memory.delete(path)
             summary = f"Deleted {path}." if deleted else f"Nothing existed at {path}."
             return VerbResult.of({"summary": summary, "path": path, "deleted": deleted})
-    if "fromAttachment" in options:
-        raise BadRequest(
-            "write ~/memory option fromAttachment is not available in this build of mcp-harness. "
-            "Supported here: content, or options {delete: true} / {fromUrl}."
-        )
     if not isinstance(content, str):
         raise BadRequest(
             "write to ~/memory requires content (or options.delete / options.fromUrl / options.fromAttachment)."
@@ -250,7 +253,8 @@ def write_memory(
 
 
 def _downloads(address: Address, options: Mapping[str, Any]) -> bool:
-    return "fromUrl" in options
+    # A copy from an attachment (up to 100 MiB) is logged on its own too, so it never holds the database.
+    return "fromUrl" in options or "fromAttachment" in options
 
 
 def memory_resource(ctx: VerbContext, address: Address) -> ResourceBody:
@@ -280,19 +284,20 @@ SPACE = Space(
     read_form="~/memory/<path>",
     read_line="""- `~/memory/<path>`: a file of your persistent memory ({content}; options offset, length); a directory (`~/memory/`, or a path ending in `/`) lists one level ({entries}; options cursor, limit).""",  # noqa: E501
     read_details=f"""## `~/memory/<path>` (also `harness://memory/<path>`)
-- A file: the text result is the file itself; the structured result is {{path, size, updatedAt, mimeType?, encoding: "utf8", content, totalChars, offset, length}}. A page holds at most 200 KiB of UTF-8: `options.offset` (an integer ≥ 0) and `options.length` (an integer ≥ 1) pick a window, in characters; when more remains, the result says so and gives `nextOffset`. Over MCP a page over 16 KiB travels once, in the text block only (`contentInText: true` in the structured result). A binary file (a NUL byte, or not UTF-8) gives its metadata with `encoding: "binary"` and no content; work on it with `call execute`.
+- A file: the text result is the file itself; the structured result is {{path, size, updatedAt, mimeType?, encoding: "utf8", content, totalChars, offset, length}}. A page holds at most 200 KiB of UTF-8: `options.offset` (an integer ≥ 0) and `options.length` (an integer ≥ 1) pick a window, in characters; when more remains, the result says so and gives `nextOffset`. Over MCP a page over 16 KiB travels once, in the text block only (`contentInText: true` in the structured result). A binary file (a NUL byte, or not UTF-8) gives its metadata with `encoding: "binary"` and no content; work on it with `call execute`. A PNG, JPEG, GIF or WebP image of at most 4,500,000 bytes is shown as an image instead, when your model accepts images (`shownAsImage: true`).
 - A directory — `~/memory/`, a path ending in `/`, or the bare name of a directory — lists one level in path order, a page of at most `options.limit` entries (1 to 500, default 100): {{path, entries: [{{path, type: "file" | "dir", size, updatedAt, mimeType?, entryCount?}}], totalEntries, totalBytes (or pageBytes for a partial page), nextCursor?, remaining?}}; pass `options.cursor` (the `nextCursor`) for the next page. Symlinks and special files are not listed. A name no address can carry (not UTF-8, a control character, a backslash) is listed escaped, with `addressable: false`.
 - File options on a directory, listing options on a file, and any other option keys are refused.
 - {MEMORY_PATH_RULES}""",  # noqa: E501
     write=write_memory,
     write_options=WRITE_OPTIONS,
     network_write=_downloads,
-    write_form="~/memory/<path> (with content, or options {delete: true} / {fromUrl})",
-    write_line="""- `~/memory/<path>`: replace the whole file with `content`, atomically (parent folders are created; there is no append). options {delete: true} removes a file or directory; {fromUrl: "<url>"} downloads the URL into the path instead.""",  # noqa: E501
+    write_form="~/memory/<path> (with content, or options {delete: true} / {fromUrl} / {fromAttachment})",
+    write_line="""- `~/memory/<path>`: replace the whole file with `content`, atomically (parent folders are created; there is no append). options {delete: true} removes a file or directory; {fromUrl: "<url>"} downloads the URL into the path instead; {fromAttachment: "<id>"} saves an attachment of this conversation there (`~/memory/` puts it at attachments/<name>).""",  # noqa: E501
     write_details=f"""## `~/memory/<path>`
 - `content` (a string, stored as UTF-8) replaces the whole file: it is written to a temp file, synced and renamed into place, so a reader sees the old file or the new one, never a mix. Parent folders are created. There is no append: read, change, write back. Writing onto a directory is refused. Result: {{path, type, size, updatedAt, mimeType?}}.
 - `options: {{delete: true}}` removes a file or a whole directory tree (`deleted: false` when nothing was there); `delete` must be a boolean.
 - `options: {{fromUrl: "<http:// or https:// URL>"}}` downloads the URL into memory instead of `content` (it takes no content and no other option), through the same guarded client as `read https://…`, and stores it atomically. An address naming a directory (a path ending in `/`, or `~/memory/`, which stores under `downloads/`) takes the URL's last path segment as the file name; a name without an extension gets one from the content type. A body over `[web] max_download_bytes` (default 50 MiB) is refused, and so is an HTTP error status. Result: {{path, size, mimeType, finalUrl, contentType}}.
+- `options: {{fromAttachment: "<64-hex id>"}}` copies an attachment of this conversation (`read attachment:<id>`) into memory, atomically (no content, no other option); an address naming a directory (`~/memory/`, which stores under `attachments/`, or a path ending in `/`) takes the attachment's name. Result: {{id, path, size, mimeType}}.
 - {MEMORY_PATH_RULES}
 - Other option keys are refused by name.""",  # noqa: E501
     resources=(

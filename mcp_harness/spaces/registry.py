@@ -2,8 +2,8 @@
 
 A new space is one module declaring `SPACE = Space(...)` (spaces/space.py), listed in `SPACES` below; the dispatch,
 the network check, the resource catalog, the contract text and the "Supported: …" lists all come from here. Kinds
-that `addresses.py` parses but no space serves (attachment, ipfs) are refused by name, with
-the list of what this build serves (`_unsupported.py`).
+that `addresses.py` parses but no space serves are refused by name, with the list of what this build serves
+(`_unsupported.py`).
 
 verbs/contracts.py builds the read and write descriptions from these declarations at import, so no space module
 imports verbs/contracts.py; the verbs' contracts reach the `~/tools` space as `ctx.services.verbs` (the import-cycle
@@ -18,6 +18,8 @@ from typing import Any
 
 from mcp_harness.addresses import AddressKind, parse_address
 from mcp_harness.spaces import activity, hm, memory, plan, run, thread, tools, web
+from mcp_harness.spaces import attachment as attachment_space
+from mcp_harness.spaces import ipfs as ipfs_space
 from mcp_harness.spaces import self as self_space
 from mcp_harness.spaces import triggers as triggers_space
 from mcp_harness.spaces.space import ResourceForm, Space
@@ -32,6 +34,8 @@ SPACES: tuple[Space, ...] = (
     plan.SPACE,
     hm.SPACE,
     activity.SPACE,
+    attachment_space.SPACE,
+    ipfs_space.SPACE,
     web.SPACE,
 )
 

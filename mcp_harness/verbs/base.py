@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_harness.errors import BadRequest
 
 if TYPE_CHECKING:
+    from mcp_harness.models.wire import ImagePart
     from mcp_harness.scope import Scope
     from mcp_harness.services import Services
     from mcp_harness.store.agents import AgentRecord
@@ -46,6 +47,7 @@ class VerbResult:
 
     data: dict[str, Any]
     text: str
+    images: tuple[ImagePart, ...] = ()
     logged: dict[str, Any] | None = None
     """What the transcript keeps instead of `data`, when the answer shows something only once (a webhook's
     secret): the caller sees it now, and no later turn, replay or log reads it back."""

@@ -121,11 +121,11 @@ async def test_missing_file_reports_the_file_error(client: Client) -> None:
 
 async def test_binary_files_are_metadata_only(client: Client, harness: Harness) -> None:
     root = harness.agent().memory_dir
-    (root / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    (root / "img.png").write_bytes(b"\x00\x00not a PNG, binary")  # a real PNG is shown (test_attachment.py)
     (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
     data = await call(client, "read", {"address": "~/memory/img.png"})
     assert data["encoding"] == "binary" and "content" not in data and data["mimeType"] == "image/png"
-    assert data["summary"].startswith("img.png is a binary file (16 bytes, image/png); content not shown.")
+    assert data["summary"].startswith("img.png is a binary file (19 bytes, image/png); content not shown.")
     latin = await call(client, "read", {"address": "~/memory/latin1.txt"})
     assert latin["encoding"] == "binary" and "content" not in latin
 
@@ -152,9 +152,9 @@ async def test_write_refusals_name_the_supported_set(client: Client) -> None:
     assert error["message"] == (
         'write ~/memory does not understand option "append". Supported options: delete, fromUrl, fromAttachment.'
     )
-    # fromUrl is served (tests/web/test_web.py); fromAttachment is not in this build.
+    # fromUrl is served (tests/web/test_web.py), fromAttachment too (tests/spaces/test_attachment.py).
     error = await refused(client, "write", {"address": "~/memory/x", "options": {"fromAttachment": "ab" * 32}})
-    assert "fromAttachment" in error["message"] and "not available in this build" in error["message"]
+    assert error["message"].startswith(f"No attachment {'ab' * 32} in this conversation.")
     error = await refused(client, "write", {"address": "~/memory/x"})
     assert error["message"].startswith("write to ~/memory requires content")
     error = await refused(client, "write", {"address": "~/memory/x", "content": "c", "dryRun": True})

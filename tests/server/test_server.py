@@ -49,23 +49,6 @@ async def test_every_verb_call_is_logged_with_actor_agent(client: Client, harnes
     assert events[3].payload["error"] == "Memory file not found: missing" and "output" not in events[3].payload
 
 
-@pytest.mark.parametrize(
-    ("verb", "arguments", "fragment"),
-    [
-        ("read", {"address": "ipfs://bafybeigdyrzt"}, "IPFS"),
-        ("read", {"address": "attachment:" + "a" * 64}, "attachments"),
-        ("write", {"address": "ipfs://", "options": {"fromPath": "~/memory/a"}}, "IPFS"),
-    ],
-)
-async def test_later_capabilities_are_refused_clearly(
-    client: Client, verb: str, arguments: dict[str, object], fragment: str
-) -> None:
-    error = await refused(client, verb, arguments)
-    assert error["status"] == 400
-    assert fragment in error["message"] and "not available in this build" in error["message"]
-    assert "Supported here:" in error["message"]
-
-
 async def test_unrecognized_addresses_name_the_supported_forms(client: Client) -> None:
     error = await refused(client, "read", {"address": "/etc/passwd"})
     assert error["message"].startswith("Unrecognized address: /etc/passwd. Supported: ~/memory/<path>")

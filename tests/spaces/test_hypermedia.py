@@ -177,7 +177,11 @@ async def test_embeds_render_as_labels_with_the_embedded_content(
     await call(
         client,
         "write",
-        {"address": f"{base}/host", "options": {"name": "Host"}, "content": f"See <{base}/quoted> inline.\n\n![](x)\n"},
+        {
+            "address": f"{base}/host",
+            "options": {"name": "Host"},
+            "content": f"See <{base}/quoted> inline.\n\n![](https://x.y/i.png)\n",
+        },
     )
     read = await call(client, "read", {"address": f"{base}/host"})
     assert f"See <{base}/quoted> inline." in read["markdown"]

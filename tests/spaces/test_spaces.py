@@ -27,6 +27,8 @@ READ_SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "plan": ("harness://plan", {}),
     "hm": ("hm://nobody", {}),
     "activity": ("activity:", {}),
+    "attachment": ("attachment:" + "0" * 64, {}),
+    "ipfs": ("ipfs://bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku", {}),
     "web": ("https://example.invalid/", {"raw": True}),  # raw skips the Seed lookup, so nothing is fetched
 }
 """An address of each space, and options that keep a refused read off the network."""
@@ -36,10 +38,11 @@ WRITE_SAMPLES = {
     "triggers": "~/triggers/notes",
     "run": "run:nope",
     "hm": "hm://nobody/notes",
+    "ipfs": "ipfs://",
 }
 BAD_VALUES: dict[str, object] = {"raw": "yes"}
 """A value each option refuses (default `[]`), so an accepted key fails later, on its value, and changes nothing."""
-ABSENT = {"attachment", "ipfs"}
+ABSENT: set[str] = set()
 
 
 @pytest.fixture
@@ -68,14 +71,15 @@ def test_the_supported_lists_are_the_ones_the_refusals_have_always_given() -> No
         "~/memory/<path>, ~/self, ~/tools/, ~/tools/<name>, ~/triggers/, ~/triggers/<name>, thread:, thread:<id>, "
         "run:<id>, harness://plan, "
         "hm://<account>/<path>[?v=…][#block] (views /:directory, /:attributes, /:profile, /:comments), activity:, "
-        "https://… (and the harness:// resource URIs)"
+        "attachment:<id>, ipfs://<cid>, https://… (and the harness:// resource URIs)"
     )
     assert supported_write_forms() == (
-        "~/memory/<path> (with content, or options {delete: true} / {fromUrl}), ~/tools/<name> (JSON content, or "
+        "~/memory/<path> (with content, or options {delete: true} / {fromUrl} / {fromAttachment}), ~/tools/<name> "
+        "(JSON content, or "
         "options {tool} / {delete: true}), ~/triggers/<name> (JSON content, or options {trigger} / {delete: true}), "
         "run:<id> (JSON content {signal, payload?}), "
         "hm://<account>/<path> (markdown content; options.action document | "
-        "update | comment | move | redirect | delete | fork)"
+        "update | comment | move | redirect | delete | fork), ipfs://"
     )
 
 
@@ -127,8 +131,6 @@ def test_an_hm_write_accepts_per_action_exactly_its_declared_options(ctx: VerbCo
 @pytest.mark.parametrize(
     ("address", "what"),
     [
-        ("attachment:x", "Conversation attachments (attachment:<id>)"),
-        ("ipfs://x", "IPFS (ipfs://)"),
         ("run:", "Run journals (run:<id>)"),
     ],
 )
@@ -144,7 +146,7 @@ def test_a_read_no_space_serves_is_refused_by_name_listing_what_exists(
 
 @pytest.mark.parametrize(
     ("address", "later"),
-    [("ipfs://x", "IPFS (ipfs://)"), ("~/triggers/", None)]
+    [("~/triggers/", None)]
     + [(a, None) for a in ("activity:", "attachment:x", "~/self", "thread:", "https://x", "~/tools/")],
 )
 def test_a_write_no_space_serves_is_refused_naming_what_exists(
@@ -165,4 +167,5 @@ def test_only_a_web_read_and_a_memory_download_wait_on_the_network() -> None:
     assert not uses_network("read", {"address": "~/memory/a.md"})
     assert not uses_network("write", {"address": "~/memory/a.md", "content": "x"})
     assert not uses_network("call", {"address": "https://example.com/"})
-    assert read_space("web") is not None and read_space("ipfs") is None
+    assert read_space("web") is not None and read_space("ipfs") is not None
+    assert uses_network("read", {"address": "ipfs://bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"})

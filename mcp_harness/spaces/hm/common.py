@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mcp_harness.errors import BadRequest, Conflict, NotFound
+from mcp_harness.hypermedia.blocks import BlockNode
 from mcp_harness.hypermedia.ids import HmId, parse_hm_id
 from mcp_harness.hypermedia.node import Document, Node, hm_url
 from mcp_harness.identity.keys import KeyPair
@@ -18,10 +20,17 @@ class Target:
     space: str
     path: str
     signer: KeyPair
+    media: Callable[[Sequence[BlockNode]], tuple[BlockNode, ...]] | None = None
+    """Publishes the content's local pictures and files to IPFS and links them as `ipfs://` (spaces/ipfs_sources.py)."""
 
     @property
     def url(self) -> str:
         return hm_url(self.space, self.path)
+
+    def with_media(self, tree: Sequence[BlockNode]) -> Sequence[BlockNode]:
+        """The tree with its Image, Video and File blocks' memory and attachment links uploaded (after the link
+        check: nothing is uploaded for a write refused for a bad link)."""
+        return tree if self.media is None else self.media(tree)
 
 
 def path_of(address: HmId) -> str:

@@ -89,7 +89,11 @@ def _write_hm(ctx: VerbContext, text: str, content: object, options: dict[str, A
     node: Node = ctx.services.hypermedia
     path = path_of(address)
     mode = {"comment": "comment", "profile.update": "profile"}.get(action, "write")
-    target = Target(address.uid, path, _signer(ctx, address.uid, path, options.get("signer"), mode))
+    from mcp_harness.spaces.ipfs_sources import media_uploader
+
+    base = _memory_dir(options["fromPath"]) if action == "publish" else ""
+    media = media_uploader(ctx, dry_run=dry_run, base=base)
+    target = Target(address.uid, path, _signer(ctx, address.uid, path, options.get("signer"), mode), media)
     body = _content(content)
     handler = _HANDLERS[action]
     published, data = handler(node, target, body, options, skip)
@@ -183,6 +187,12 @@ def _memory_markdown(ctx: VerbContext, from_path: object) -> str:
     return file.text
 
 
+def _memory_dir(from_path: str) -> str:
+    """The memory folder of a published file: its relative picture links resolve from there."""
+    rest = from_path.strip().removeprefix("~/memory/").removeprefix("~/memory")
+    return rest.rsplit("/", 1)[0] if "/" in rest.strip("/") else ""
+
+
 def _metadata(options: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     metadata = dict(base)
     extra = options.get("metadata")
@@ -215,7 +225,7 @@ def _create(node: Node, target: Target, body: str | None, options: dict[str, Any
     require_name(metadata)
     check_parent(node, target.space, target.path)
     hm_links.check(node, parsed.tree, skip)
-    ops = metadata_operations(metadata) + document_operations(parsed.tree)
+    ops = metadata_operations(metadata) + document_operations(target.with_media(parsed.tree))
     published = node.create(target.signer, target.space, target.path, ops)
     return published, _published_data("Published", target, published, metadata, "document")
 
@@ -229,7 +239,7 @@ def _update(node: Node, target: Target, body: str | None, options: dict[str, Any
         frontmatter = parsed.metadata
         tree = match_block_ids(document.state.tree, parsed.tree)
         hm_links.check(node, tree, skip)
-        ops.extend(diff_operations(document.state.tree, tree))
+        ops.extend(diff_operations(document.state.tree, target.with_media(tree)))
     wanted = _metadata(options, frontmatter)
     if body is None and not wanted:
         raise BadRequest("update needs content (a new body) or options.name / options.metadata (metadata only).")
@@ -316,7 +326,7 @@ def _comment(node: Node, target: Target, body: str | None, options: dict[str, An
             )
     parsed = parse_markdown(body)
     hm_links.check(node, parsed.tree, skip)
-    blob = node.comment_blob(target.signer, document, comment_body(parsed.tree), reply)
+    blob = node.comment_blob(target.signer, document, comment_body(target.with_media(parsed.tree)), reply)
     comment_id = f"{target.signer.account_id}/{tsid(blob.ts, blob.data)}"
     data = {
         "summary": f"Commented on {on.url} as hm://{comment_id}.",
