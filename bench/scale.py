@@ -161,8 +161,11 @@ async def client_of(harness: Harness):
     from mcp import Client
 
     from mcp_harness.server import build_server
+    from mcp_harness.server.process import tune_after_startup
 
-    async with Client(build_server(harness)) as client:
+    server = build_server(harness)
+    tune_after_startup()  # as `serve` does once its server is built (server/process.py)
+    async with Client(server) as client:
         await ok(client, "read", {"address": "~/self"})  # warm: the session, the sandbox probe
         yield client
 

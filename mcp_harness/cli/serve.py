@@ -74,6 +74,7 @@ def _serve_command(args: argparse.Namespace, out: Any) -> int:
     import anyio
 
     from mcp_harness.server import build_server, serve_stdio
+    from mcp_harness.server.process import tune_after_startup
 
     settings = load_settings(args.config, data_dir=args.data_dir)
     logging.getLogger().setLevel(settings.log_level.upper())
@@ -81,6 +82,7 @@ def _serve_command(args: argparse.Namespace, out: Any) -> int:
     harness = _open_harness(settings)
     try:
         server = build_server(harness, agent_name=args.agent, session_id=args.session)
+        tune_after_startup()
         if address is None:
             anyio.run(serve_stdio, server)
             return 0
