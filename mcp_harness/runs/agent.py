@@ -21,6 +21,7 @@ from mcp_harness.definition import AgentDefinition
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.models.wire import Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolSpec
 from mcp_harness.runs import Canceled, Failed, Outcome, Parked, Succeeded
+from mcp_harness.runs.images import with_images
 from mcp_harness.runs.outcomes import INTERRUPTED
 from mcp_harness.runs.prompt import (
     MAX_CONTINUATIONS,
@@ -66,6 +67,9 @@ class Turn:
     """Obligations still open when a reply called no tools (computed with the reply's write: one trip)."""
     depth: int | None = None
     """The run's spawn depth (`delegate.spawn_depth`), read once: it never changes while the run lives."""
+    calls_open: bool = True
+    """False from set-up until the first request when the session had no call open (a new child's): that request
+    has no pending spawns to look up."""
 
     def spawn_depth(self, stores: Stores) -> int:
         if self.depth is None:
@@ -173,8 +177,8 @@ class AgentExecutor:
         prompt = agent.definition.system_prompt
         if len(prompt.encode("utf-8")) > 64 * 1024:
             raise BadRequest("The system prompt is over 64 KiB.")
-        reconcile_session(h, run.session_id, interrupted_text=INTERRUPTED)
-        turn = Turn(run=run, agent=agent, spec=spec)
+        calls_open = reconcile_session(h, run.session_id, interrupted_text=INTERRUPTED)
+        turn = Turn(run=run, agent=agent, spec=spec, calls_open=calls_open)
         return turn, self._client(turn)
 
     def _client(self, turn: Turn) -> Any:
@@ -189,7 +193,10 @@ class AgentExecutor:
         run, agent = turn.run, turn.agent
         assert run.session_id is not None
         events = h.sessions.events(run.session_id)
-        messages = replay(events, pending_spawns=pending_spawns(h, run.session_id))
+        pending = pending_spawns(h, run.session_id) if turn.calls_open else set[str]()
+        turn.calls_open = True  # from here on the turn's own calls may be open
+        messages = replay(events, pending_spawns=pending)
+        messages = with_images(h, agent, run, events, messages)  # images reach a model that takes them (issue 18)
         block = plan_state(h.sessions.get_plan(run.session_id))
         if block:
             messages.append(Message(role="user", content=block))
@@ -283,14 +290,17 @@ class AgentExecutor:
             "usage": response.usage.to_json(),
         }
         event = {"type": "message", "role": "assistant", "content": response.text, "meta": meta}
-        with h.db.transaction():
-            if any(usage.values()):
-                h.runs.add_usage(run.id, usage)
-            h.sessions.append(run.session_id, event, "agent")
+        spent = usage if any(usage.values()) else None
+        with h.db.transaction() as conn:
+            h.sessions.append_within(conn, run.session_id, event, "agent")
             turn.last_text = response.text or turn.last_text
             turn.owed = [] if response.tool_calls else self._owed(turn)
+            # The last reply's usage rides on the terminal write: one update of the run's row, not two.
             if not response.tool_calls and not turn.owed:
-                h.engine.settle_now(run.id, self._success(turn))
+                if h.engine.settle_now(run.id, self._success(turn), usage=spent) is not None:
+                    spent = None
+            if spent is not None:
+                h.runs.add_usage(run.id, spent)
 
     def settled(self, run: RunRecord) -> None:
         """The engine's terminal effects (see `Executor`): in the terminal commit's own transaction, settle the

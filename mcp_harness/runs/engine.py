@@ -323,11 +323,12 @@ class RunEngine:
             return Canceled()
         return outcome
 
-    def _settle(self, run_id: str, outcome: Outcome) -> tuple[RunRecord, bool]:
-        """Commit an outcome, with the executor's terminal effects in the same transaction. Blocking."""
-        with self.store.db.transaction():
-            record, done = self.store.settle(
-                run_id, outcome, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms
+    def _settle(self, run_id: str, outcome: Outcome, usage: Mapping[str, Any] | None = None) -> tuple[RunRecord, bool]:
+        """Commit an outcome (and `usage`, see `RunStore.settle`), with the executor's terminal effects in the same
+        transaction. Blocking."""
+        with self.store.db.transaction() as conn:
+            record, done = self.store.settle_within(
+                conn, run_id, outcome, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms, usage=usage
             )
             if done:
                 self._terminal_effects(record)
@@ -353,9 +354,10 @@ class RunEngine:
         """Whether terminal commits of `kind` runs carry their executor's effects (see `Executor`)."""
         return getattr(self.executors.get(kind), "settled", None) is not None
 
-    def settle_now(self, run_id: str, outcome: Outcome) -> RunRecord | None:
+    def settle_now(self, run_id: str, outcome: Outcome, *, usage: Mapping[str, Any] | None = None) -> RunRecord | None:
         """For a run's executor, inside one of its own `offload` calls: commit the run's outcome now, in the
         caller's transaction, so the run's last write and its terminal commit are one commit (and one trip).
+        `usage` (its last reply's tokens) is added in the same write, even when the outcome is discarded.
         Once that commits, the engine records nothing more for this execution, whatever the executor then returns;
         the hooks fire as usual. A cancel already requested makes it `Canceled`, as it would have been at the end.
         None (nothing done) when the run is not executing in this engine. Blocking.
@@ -365,7 +367,7 @@ class RunEngine:
             return None
         if slot.scope.cancel_called:
             outcome = Canceled()
-        record, done = self._settle(run_id, outcome)
+        record, done = self._settle(run_id, outcome, usage)
 
         def committed() -> None:
             slot.settled = (record, done)

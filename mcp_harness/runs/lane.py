@@ -22,6 +22,7 @@ siblings are still being spawned.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
 import time
@@ -33,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+
+from mcp_harness.store import search
 
 if TYPE_CHECKING:
     from mcp_harness.store.db import Database
@@ -157,8 +160,12 @@ class StoreLane:
         return call.result()
 
     def _current(self) -> _Queue:
-        # One queue per event loop: an engine may outlive the loop it first ran in (tests, CLI commands).
-        loop = anyio.lowlevel.current_token().native_token
+        # One queue per event loop: an engine may outlive the loop it first ran in (tests, CLI commands). Every
+        # store call of a run asks, so asyncio's own (C) lookup answers first; other backends ask anyio.
+        try:
+            loop: object = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = anyio.lowlevel.current_token().native_token
         queue = self._queue
         if queue is None or queue.loop is not loop:
             queue = self._queue = _Queue(loop)
@@ -188,7 +195,8 @@ class StoreLane:
                 call.run()
             return
         try:
-            with self.store.db.transaction():
+            # The group's message index rows go into the search index together, just before the commit.
+            with self.store.db.transaction() as conn, search.staged(conn):
                 while (call := queue.take(group, started)) is not None:
                     call.run()
         except BaseException as exc:

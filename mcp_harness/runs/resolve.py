@@ -93,10 +93,14 @@ def pending_spawns(host: RunHost, session_id: str) -> set[str]:
     return pending
 
 
-def reconcile_session(host: RunHost, session_id: str, *, interrupted_text: str = INTERRUPTED) -> None:
+def reconcile_session(host: RunHost, session_id: str, *, interrupted_text: str = INTERRUPTED) -> bool:
     """Before a turn: deliver children that finished unheard, and answer calls a restart interrupted. A call
-    another live process opened (a client bound to this session there) is still running: it is left alone."""
+    another live process opened (a client bound to this session there) is still running: it is left alone.
+    False when the session had no call open at all (then nothing is pending either: the turn need not look again).
+    """
     calls = _unanswered_calls(host, session_id)
+    if not calls:
+        return False
     mine = host.db.instance_id
     others = {c.instance_id for c in calls if c.instance_id is not None and c.instance_id != mine}
     if others:
@@ -105,6 +109,7 @@ def reconcile_session(host: RunHost, session_id: str, *, interrupted_text: str =
         calls = [c for c in calls if c.instance_id not in working]
     for call in calls:
         _answer(host, call, interrupted_text)
+    return True
 
 
 def answer_orphaned(host: RunHost, live: frozenset[str]) -> None:
@@ -141,7 +146,7 @@ def deliver(host: RunHost, child: RunRecord) -> str | None:
         return _wake_script_parent(host, child)
     if child.parent_run_id is None and child.id in host.awaited_children:
         return None  # an MCP client's delegate call in this process is waiting and writes its own result
-    with host.db.transaction():
+    with host.db.transaction() as conn:
         parent_session = parent_session_of(host, child)
         if parent_session is None:
             return None
@@ -161,7 +166,7 @@ def deliver(host: RunHost, child: RunRecord) -> str | None:
                 host.sessions.append(child.session_id, late, "system")
             return None
         event = {"type": "tool_result", "toolCallId": call_id, "name": "delegate", "output": result_of(child)}
-        host.sessions.append(parent_session, event, "system")
+        host.sessions.append_within(conn, parent_session, event, "system")  # this transaction is its savepoint
         if child.parent_run_id is None:
             return None  # a client's delegate whose caller is gone (a restart): the result is on record for it
         if parent is None or parent[0] != "waiting" or child.parent_run_id is None:

@@ -29,6 +29,7 @@ from mcp_harness.runs.policy import (
 from mcp_harness.runs.records import LIVE, TERMINAL, RunKind, RunOrigin, RunQueue, RunRecord, RunStatus
 from mcp_harness.store import instances
 from mcp_harness.store._util import new_id, now_ms
+from mcp_harness.store.batch import insert_rows
 from mcp_harness.store.db import Database
 from mcp_harness.store.run_claims import RunClaims, dump_cbor, load_cbor, run_record
 
@@ -202,10 +203,12 @@ class RunStore(RunClaims):
                 for n in new
                 if n.id not in existing
             ]
-            conn.executemany(
+            insert_rows(
+                conn,
                 "INSERT INTO runs (id, account_id, root_run_id, depth, parent_run_id, parent_tool_call_id, kind, "
                 "agent_id, session_id, origin, title, input_cbor, status, max_attempts, queue, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+                "VALUES",
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
                 rows,
             )
 
@@ -363,9 +366,17 @@ class RunStore(RunClaims):
         return self.settle(run_id, outcome)[0]
 
     def settle(
-        self, run_id: str, outcome: Outcome, *, retry_base_ms: int | None = None, retry_cap_ms: int | None = None
+        self,
+        run_id: str,
+        outcome: Outcome,
+        *,
+        retry_base_ms: int | None = None,
+        retry_cap_ms: int | None = None,
+        usage: Mapping[str, Any] | None = None,
     ) -> tuple[RunRecord, bool]:
-        """Record an outcome; the flag says whether this call made the run terminal (so hooks fire once).
+        """Record an outcome; the flag says whether this call made the run terminal (so hooks fire once). `usage`
+        (the tokens of the execution's last reply) is added as `add_usage` would, in the same write: a terminal
+        commit carries it in its own update, so a run's last reply costs one write of its row, not two.
 
         An outcome for a terminal run is discarded: a cancel that landed mid-execution sticks. `Parked` only parks
         a claimed/running row (the execution's own state); a row already waiting or requeued is left as it is.
@@ -377,34 +388,56 @@ class RunStore(RunClaims):
             NotFound: no such run.
         """
         with self.db.transaction() as conn:
-            row = self._row(conn, run_id)
-            if row["status"] in TERMINAL:
+            return self.settle_within(
+                conn, run_id, outcome, retry_base_ms=retry_base_ms, retry_cap_ms=retry_cap_ms, usage=usage
+            )
+
+    def settle_within(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        outcome: Outcome,
+        *,
+        retry_base_ms: int | None = None,
+        retry_cap_ms: int | None = None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> tuple[RunRecord, bool]:
+        """`settle` in the caller's transaction (`conn`), without a savepoint of its own: for the engine, whose
+        terminal commit wraps it with the terminal effects and fails whole."""
+        if not conn.in_transaction:
+            raise RuntimeError("settle_within needs the caller's open transaction.")
+        row = self._row(conn, run_id)
+        delta = usage_delta(usage) if usage else None
+        if delta is not None and (row["status"] in TERMINAL or not isinstance(outcome, Succeeded | Canceled)):
+            row = self._add_usage(conn, row, delta)  # not a terminal write of ours: the usage goes on its own
+            delta = None
+        if row["status"] in TERMINAL:
+            return run_record(row), False
+        if isinstance(outcome, Parked):
+            if row["status"] not in ("claimed", "running"):
+                # The executor parked the row itself and a child already requeued it (or it is waiting):
+                # parking again would lose that wake-up.
                 return run_record(row), False
-            if isinstance(outcome, Parked):
-                if row["status"] not in ("claimed", "running"):
-                    # The executor parked the row itself and a child already requeued it (or it is waiting):
-                    # parking again would lose that wake-up.
-                    return run_record(row), False
-                return self._park(conn, row, outcome.wait), False
-            if isinstance(outcome, Succeeded):
-                return self._terminal(conn, row, "succeeded", output=outcome.output), True
-            if isinstance(outcome, Canceled):
-                return self._terminal(conn, row, "canceled", output=outcome.output), True
-            error = outcome.to_error()
-            if outcome.retryable and row["attempt"] < row["max_attempts"]:
-                ts = now_ms()
-                delay = retry_delay_ms(
-                    row["attempt"],
-                    base_ms=self.retry_base_ms if retry_base_ms is None else retry_base_ms,
-                    cap_ms=self.retry_cap_ms if retry_cap_ms is None else retry_cap_ms,
-                )
-                again = conn.execute(
-                    "UPDATE runs SET status = 'queued', error_cbor = ?, wait_cbor = NULL, not_before = ?, "
-                    "lease_owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? RETURNING *",
-                    (dump_cbor(error), ts + delay, ts, run_id),
-                ).fetchone()
-                return run_record(again), False
-            return self._terminal(conn, row, "failed", error=error), True
+            return self._park(conn, row, outcome.wait), False
+        if isinstance(outcome, Succeeded):
+            return self._terminal(conn, row, "succeeded", output=outcome.output, delta=delta), True
+        if isinstance(outcome, Canceled):
+            return self._terminal(conn, row, "canceled", output=outcome.output, delta=delta), True
+        error = outcome.to_error()
+        if outcome.retryable and row["attempt"] < row["max_attempts"]:
+            ts = now_ms()
+            delay = retry_delay_ms(
+                row["attempt"],
+                base_ms=self.retry_base_ms if retry_base_ms is None else retry_base_ms,
+                cap_ms=self.retry_cap_ms if retry_cap_ms is None else retry_cap_ms,
+            )
+            again = conn.execute(
+                "UPDATE runs SET status = 'queued', error_cbor = ?, wait_cbor = NULL, not_before = ?, "
+                "lease_owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? RETURNING *",
+                (dump_cbor(error), ts + delay, ts, run_id),
+            ).fetchone()
+            return run_record(again), False
+        return self._terminal(conn, row, "failed", error=error), True
 
     def cancel_tree(self, run_id: str) -> tuple[list[str], list[str]]:
         """Cancel the run and its descendants (over `parent_run_id`).
@@ -442,15 +475,20 @@ class RunStore(RunClaims):
         """
         delta = usage_delta(usage)
         with self.db.transaction() as conn:
-            row = self._row(conn, run_id)
-            current = load_cbor(row["usage_cbor"]) or {}
-            updated = {**current, **plus(tokens(current), delta)}
-            conn.execute(
-                "UPDATE runs SET usage_cbor = ?, updated_at = ? WHERE id = ?", (dump_cbor(updated), now_ms(), run_id)
-            )
-            if row["status"] in TERMINAL and row["parent_run_id"] is not None:
-                # Tokens reported after the terminal commit (a canceled turn's last response) still belong to the tree.
-                self._roll_up(conn, row["parent_run_id"], delta, runs=0)
+            self._add_usage(conn, self._row(conn, run_id), delta)
+
+    def _add_usage(self, conn: sqlite3.Connection, row: sqlite3.Row, delta: Mapping[str, int]) -> sqlite3.Row:
+        """`add_usage` on a row just read; returns the row as updated."""
+        current = load_cbor(row["usage_cbor"]) or {}
+        updated = {**current, **plus(tokens(current), delta)}
+        after = conn.execute(
+            "UPDATE runs SET usage_cbor = ?, updated_at = ? WHERE id = ? RETURNING *",
+            (dump_cbor(updated), now_ms(), row["id"]),
+        ).fetchone()
+        if row["status"] in TERMINAL and row["parent_run_id"] is not None:
+            # Tokens reported after the terminal commit (a canceled turn's last response) still belong to the tree.
+            self._roll_up(conn, row["parent_run_id"], delta, runs=0)
+        return after
 
     # -- helpers -----------------------------------------------------------------------------------------------------
 
@@ -477,15 +515,26 @@ class RunStore(RunClaims):
         return run_record(parked)
 
     def _terminal(
-        self, conn: sqlite3.Connection, row: sqlite3.Row, status: str, *, output: Any = None, error: Any = None
+        self,
+        conn: sqlite3.Connection,
+        row: sqlite3.Row,
+        status: str,
+        *,
+        output: Any = None,
+        error: Any = None,
+        delta: Mapping[str, int] | None = None,
     ) -> RunRecord:
         ts = now_ms()
+        usage = None
+        if delta is not None:  # the last reply's tokens, added in this same write (see `settle`)
+            current = load_cbor(row["usage_cbor"]) or {}
+            usage = dump_cbor({**current, **plus(tokens(current), delta)})
         done = run_record(
             conn.execute(
                 "UPDATE runs SET status = ?, output_cbor = COALESCE(?, output_cbor), error_cbor = ?, wait_cbor = NULL, "
-                "not_before = NULL, lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ? "
-                "WHERE id = ? RETURNING *",
-                (status, dump_cbor(output), dump_cbor(error), ts, ts, row["id"]),
+                "not_before = NULL, lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?, "
+                "usage_cbor = COALESCE(?, usage_cbor) WHERE id = ? RETURNING *",
+                (status, dump_cbor(output), dump_cbor(error), ts, ts, usage, row["id"]),
             ).fetchone()
         )
         if done.parent_run_id is not None:

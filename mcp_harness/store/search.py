@@ -6,6 +6,12 @@ same matching rule — a case-insensitive substring, the first hit per session w
 over an FTS5 table with the trigram tokenizer (which answers substring queries from the index), kept by
 `SessionStore.append_many` in the append's own transaction. Titles are kept by triggers on `sessions`.
 
+Inside the engine's group commits (`runs/lane.py`) a message's index row waits in a temp table and all of the
+group's go into the index in one statement just before the commit (`staged`): FTS5 writes a new index segment at
+every savepoint that follows a write, and a group is a savepoint per call, so a wide fan-out's replies would each
+cost a segment (and the merges after). Staged rows live in the group's transaction: they roll back with the call
+that wrote them and reach the index in the same commit as their events, or not at all.
+
 A query shorter than three characters has no trigram to look up: it falls back to the reference's bounded scan of the
 newest sessions and messages, which is what it always was.
 """
@@ -13,10 +19,13 @@ newest sessions and messages, which is what it always was.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import cbor2
+
+from mcp_harness.store.batch import insert_rows
 
 SNIPPET_CONTEXT = 80
 MIN_INDEXED_QUERY = 3
@@ -49,9 +58,52 @@ def message_text(payload: dict[str, Any]) -> str | None:
 
 def track(conn: sqlite3.Connection, session_id: str, payloads: Iterable[dict[str, Any]]) -> None:
     """Index the messages among these appended events (inside the append's transaction)."""
-    rows = [(text, session_id) for p in payloads if (text := message_text(p)) is not None]
+    index(conn, rows_of(session_id, payloads))
+
+
+def rows_of(session_id: str, payloads: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The index rows of these events, for `index`: several sessions' rows go in together (`create_many`)."""
+    return [(text, session_id) for p in payloads if (text := message_text(p)) is not None]
+
+
+def index(conn: sqlite3.Connection, rows: Sequence[tuple[str, str]]) -> None:
+    """Index `(text, session_id)` rows in one statement (`store/batch.py` says why not one per row); inside
+    `staged`, into its temp table."""
     if rows:
-        conn.executemany("INSERT INTO message_search (content, session_id) VALUES (?, ?)", rows)
+        table = "temp.message_search_staged" if conn in _STAGING else "message_search"
+        insert_rows(conn, f"INSERT INTO {table} (content, session_id) VALUES", "(?, ?)", rows)
+
+
+_STAGING: set[sqlite3.Connection] = set()
+"""Connections inside `staged`. One connection serves the process under a lock held for the whole transaction, so
+whoever writes on it meanwhile writes inside that transaction."""
+
+
+@contextmanager
+def staged(conn: sqlite3.Connection) -> Iterator[None]:
+    """Inside the caller's open transaction: message index rows written meanwhile are staged, then indexed in one
+    statement when the block ends normally (see the module). On an exception nothing is indexed: the transaction
+    is rolling back, staged rows with it."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS message_search_staged (content TEXT NOT NULL, session_id TEXT)")
+    _STAGING.add(conn)
+    try:
+        yield
+    except BaseException:
+        _STAGING.discard(conn)
+        raise
+    _STAGING.discard(conn)
+    _flush(conn)
+
+
+def _flush(conn: sqlite3.Connection) -> None:
+    if conn.execute("SELECT EXISTS (SELECT 1 FROM temp.message_search_staged)").fetchone()[0]:
+        conn.execute(
+            "INSERT INTO message_search (content, session_id) "
+            # A session deleted meanwhile took its index rows with it (`title_search_delete`): so do its staged ones.
+            "SELECT content, session_id FROM temp.message_search_staged "
+            "WHERE session_id IN (SELECT id FROM main.sessions) ORDER BY rowid"
+        )
+        conn.execute("DELETE FROM temp.message_search_staged")
 
 
 def backfill(conn: sqlite3.Connection) -> None:
@@ -109,6 +161,8 @@ def message_matches(
     """Up to `limit` sessions with a message holding `query`, newest-updated first, each with its snippet."""
     where, args = _scope(agent_id)
     out: dict[str, str] = {}
+    if conn in _STAGING:
+        _flush(conn)  # a search inside a staged transaction sees what the transaction wrote, as without staging
     if len(query) < MIN_INDEXED_QUERY:
         rows = conn.execute(
             "SELECT e.session_id, e.event_cbor FROM session_events e JOIN sessions s ON s.id = e.session_id "

@@ -18,6 +18,7 @@ from mcp_harness.errors import NotFound
 from mcp_harness.jsondepth import without_surrogates
 from mcp_harness.store import open_calls, payloads, search, touched
 from mcp_harness.store._util import new_id, now_ms
+from mcp_harness.store.batch import insert_rows
 from mcp_harness.store.db import Database
 from mcp_harness.store.open_calls import OpenCall
 
@@ -138,13 +139,17 @@ class SessionStore:
         after, and its `updated_at` is its creation."""
         ts = now_ms()
         with self.db.transaction() as conn:
-            conn.executemany(
+            # One statement per table (`store/batch.py`): the title trigger indexes every row in one segment.
+            insert_rows(
+                conn,
                 "INSERT INTO sessions (id, account_id, agent_id, kind, title, parent_session_id, run_id, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "updated_at) VALUES",
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(n.id, account_id, n.agent_id, n.kind, n.title, n.parent_session_id, n.run_id, ts, ts) for n in new],
             )
             rows: list[tuple[Any, ...]] = []
             moved: list[tuple[str, int, dict[bytes, bytes]]] = []
+            indexed: list[tuple[str, str]] = []
             for n in new:
                 records: list[EventRecord] = []
                 for seq, (payload, actor) in enumerate(n.events, start=1):
@@ -153,12 +158,14 @@ class SessionStore:
                     records.append(record)
                     if stored.parts:
                         moved.append((n.id, seq, stored.parts))
-                self._track(conn, n.id, records, ts)
-            conn.executemany(
-                "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                self._track(conn, n.id, records, ts, indexed)
+            insert_rows(
+                conn,
+                "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) VALUES",
+                "(?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+            search.index(conn, indexed)
             for session_id, seq, parts in moved:
                 payloads.store(conn, session_id, seq, parts, ts)
 
@@ -246,9 +253,21 @@ class SessionStore:
         with self.db.transaction() as conn:
             return self._append(conn, session_id, events, now_ms())
 
+    def append_within(
+        self, conn: sqlite3.Connection, session_id: str, payload: dict[str, Any], actor: Actor
+    ) -> EventRecord:
+        """`append` in the caller's transaction (`conn`, from its `db.transaction()`), without a savepoint of its
+        own: for a caller whose failure undoes its whole transaction or savepoint anyway, such as a delivery or a
+        reply's record, where the extra savepoint would only cost (three statements more on a hot path)."""
+        if not conn.in_transaction:
+            raise RuntimeError("append_within needs the caller's open transaction.")
+        return self._append(conn, session_id, [(payload, actor)], now_ms())[0]
+
     def _append(
         self, conn: sqlite3.Connection, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]], ts: int
     ) -> list[EventRecord]:
+        if len(events) > 1:
+            return self._append_rows(conn, session_id, events, ts)
         records: list[EventRecord] = []
         for payload, actor in events:
             event_id = new_id()
@@ -276,6 +295,37 @@ class SessionStore:
         conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
         return records
 
+    def _append_rows(
+        self, conn: sqlite3.Connection, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]], ts: int
+    ) -> list[EventRecord]:
+        """`_append` of several events: numbered after one read of the last `seq` (the write lock is held, so no
+        one else numbers meanwhile) and inserted in one statement (`store/batch.py`)."""
+        last = int(
+            conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+        )
+        records: list[EventRecord] = []
+        rows: list[tuple[Any, ...]] = []
+        moved: list[tuple[int, dict[bytes, bytes]]] = []
+        for seq, (payload, actor) in enumerate(events, start=last + 1):
+            record, stored = self._record(session_id, seq, payload, actor, ts)
+            rows.append((session_id, seq, record.id, record.type, actor, stored.blob, ts))
+            records.append(record)
+            if stored.parts:
+                moved.append((seq, stored.parts))
+        insert_rows(
+            conn,
+            "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) VALUES",
+            "(?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        for seq, parts in moved:
+            payloads.store(conn, session_id, seq, parts, ts)
+        self._track(conn, session_id, records, ts)
+        conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
+        return records
+
     @staticmethod
     def _record(
         session_id: str, seq: int, payload: dict[str, Any], actor: Actor, ts: int
@@ -293,13 +343,25 @@ class SessionStore:
         )
         return record, payloads.split(stamped, blob)
 
-    def _track(self, conn: sqlite3.Connection, session_id: str, records: Sequence[EventRecord], ts: int) -> None:
-        """What every append keeps in step with the log: open calls, touched callables, the search index."""
+    def _track(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        records: Sequence[EventRecord],
+        ts: int,
+        indexed: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """What every append keeps in step with the log: open calls, touched callables, the search index (or, given
+        `indexed`, the index rows added to it for the caller to write with other sessions')."""
         if not records:
             return
         open_calls.track(conn, session_id, [(r.payload, r.actor, r.seq) for r in records], self.db.instance_id, ts)
         touched.track(conn, session_id, [(r.payload, r.actor) for r in records])
-        search.track(conn, session_id, [r.payload for r in records])
+        rows = search.rows_of(session_id, [r.payload for r in records])
+        if indexed is not None:
+            indexed += rows
+        else:
+            search.index(conn, rows)
 
     def events(self, session_id: str, *, last: int | None = None) -> list[EventRecord]:
         """Events in `seq` order; `last` keeps only the newest N."""

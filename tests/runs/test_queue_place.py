@@ -27,9 +27,16 @@ def _queued(h: Harness, session_id: str | None = None) -> str:
     agent = h.agent()
     if session_id is None:
         session_id = h.sessions.create(h.account_id, agent.id).id
-    return h.runs.enqueue(
+    run_id = h.runs.enqueue(
         account_id=h.account_id, title="work", origin="agent", agent_id=agent.id, session_id=session_id
     ).id
+    # Runs enqueued within one millisecond are claimed in id order: a distinct time each keeps creation order.
+    with h.db.transaction() as conn:
+        conn.execute(
+            "UPDATE runs SET created_at = (SELECT COUNT(*) FROM runs) WHERE id = ?",
+            (run_id,),
+        )
+    return run_id
 
 
 def test_a_run_queued_behind_the_limit_says_how_many_are_ahead_and_the_limit(tmp_path: Path) -> None:
