@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import anyio
@@ -34,7 +35,9 @@ from mcp_harness.config import TokenSettings
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.harness import Harness, SessionBinding
 from mcp_harness.resources import RESOURCE_TEMPLATES, list_resources, read_resource
+from mcp_harness.server.completions import complete
 from mcp_harness.server.sampling import ClientSampler
+from mcp_harness.server.subscriptions import Subscriptions
 from mcp_harness.server.transports import TOKEN_SCOPE_KEY, http_app, serve_http, serve_stdio
 from mcp_harness.verbs.base import Progress, VerbResult
 from mcp_harness.verbs.contracts import RETURN_RESULT_DESCRIPTION, TASKS_EXTENSION, VERBS, VerbSpec
@@ -284,11 +287,12 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: Server[ServerState]) -> AsyncIterator[ServerState]:
-        async with harness.engine_running(), sampler.running():
+        async with harness.engine_running(), sampler.running(), live.running():
             yield state
 
     sampler = ClientSampler(harness)
     harness.sampler = sampler
+    live = Subscriptions(harness, state.bound)  # resources/subscribe and subscriptions/listen (live resources)
 
     async def on_list_tools(
         ctx: ServerRequestContext[ServerState], params: types.PaginatedRequestParams | None
@@ -420,6 +424,10 @@ def build_server(
         on_list_resources=on_list_resources,
         on_list_resource_templates=on_list_resource_templates,
         on_read_resource=on_read_resource,
+        on_subscribe_resource=live.subscribe,
+        on_unsubscribe_resource=live.unsubscribe,
+        on_subscriptions_listen=live.listen,
+        on_completion=partial(complete, state.bound),
     )
     server.extensions[TASKS_EXTENSION] = {}
     server.middleware.append(sampler.request_state_boundary())
@@ -443,6 +451,26 @@ class _HarnessServer(Server[ServerState]):
         return super().create_initialization_options(
             notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
         )
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        # A 2026-07-28 listen stream carries resource updates only (server/subscriptions.py): the SDK would also
+        # claim tool and resource list changes for serving subscriptions/listen at all.
+        caps = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+        )
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if caps.tools is not None:
+                caps.tools.list_changed = False
+            if caps.resources is not None:
+                caps.resources.list_changed = False
+        return caps
 
 
 class TaskParams(types.RequestParams):

@@ -9,7 +9,7 @@ from typing import Any
 from mcp_harness.addresses import Address
 from mcp_harness.errors import BadRequest
 from mcp_harness.spaces import threads
-from mcp_harness.spaces.space import Space
+from mcp_harness.spaces.space import ResourceForm, Space, markdown_resource
 from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_options
 
 
@@ -95,6 +95,16 @@ A run's public record — id, kind, status, title, what it waits on (`wait`), us
     write=write_run,
     write_options=WRITE_OPTIONS,
     writes=_names_a_run,
+    resources=(
+        ResourceForm(
+            "run",
+            "Run",
+            "run:{id}",
+            "A run's status, wait, usage, plan, children, error and output; subscribe to follow it live.",
+            "text/markdown",
+        ),
+    ),
+    resource_read=markdown_resource(read_run),
     write_form="run:<id> (JSON content {signal, payload?})",
     write_line="""- `run:<id>`: send a signal to a script waiting in `ctx.wait_for_event`: JSON `content` {signal, payload?}; answers {delivered} (false when no wait of the run accepts it).""",  # noqa: E501
     write_details="""## `run:<id>` (write)

@@ -29,6 +29,7 @@ async def test_templates_cover_the_readable_addresses(client: Client) -> None:
         "harness://tools/{name}",
         "harness://triggers/{name}",
         "thread:{id}",
+        "run:{id}",
         "hm://{account}/{path}",
         "ipfs://{cid}",
     ]
