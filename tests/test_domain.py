@@ -134,6 +134,12 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
             "m010_hm_materialized",
             "m011_thread_search",
             "m012_event_payloads",
+            "m013_triggers",
+            "m014_hm_activity",
+            "m015_hm_search",
+            "m016_run_waits",
+            "m017_ipfs_blocks",
+            "m018_attachments",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1

@@ -10,7 +10,6 @@ tell the triggers apart, and an id works wherever a name does.
 from __future__ import annotations
 
 import dataclasses
-
 import json
 from typing import Any
 
