@@ -101,7 +101,7 @@ class CID:
         """The binary CID: the bare multihash for CIDv0, `<version><codec><multihash>` for CIDv1."""
         if self.version == 0:
             return self.multihash
-        return _varint(self.version) + _varint(self.codec) + self.multihash
+        return varint(self.version) + varint(self.codec) + self.multihash
 
     @property
     def hash_code(self) -> int:
@@ -125,10 +125,11 @@ class CID:
 def cid_of(data: bytes, codec: int = DAG_CBOR) -> CID:
     """The CIDv1 of a block: `codec` and the sha2-256 multihash of `data`, as the JS reference client computes it."""
     digest = hashlib.sha256(data).digest()
-    return CID(1, codec, _varint(SHA2_256) + _varint(len(digest)) + digest)
+    return CID(1, codec, varint(SHA2_256) + varint(len(digest)) + digest)
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
+    """An unsigned LEB128 varint (multiformats' unsigned-varint; also protobuf's, for dag-pb)."""
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -198,4 +199,4 @@ def _base58btc_decode(text: str) -> bytes:
     return b"\0" * zeros + body
 
 
-__all__ = ["CID", "DAG_CBOR", "DAG_PB", "RAW", "SHA2_256", "cid_of"]
+__all__ = ["CID", "DAG_CBOR", "DAG_PB", "RAW", "SHA2_256", "cid_of", "varint"]

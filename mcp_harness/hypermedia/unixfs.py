@@ -27,7 +27,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, cast
 
-from mcp_harness.hypermedia.cid import CID, DAG_PB, RAW, SHA2_256
+from mcp_harness.hypermedia.cid import CID, DAG_PB, RAW, SHA2_256, varint
 
 CHUNK_SIZE = 262_144
 """The fixed-size chunker's default (`chunker/fixed-size.ts`)."""
@@ -73,15 +73,6 @@ class _Link:
     """The file bytes under the child (its entry in the parent's `blocksizes`)."""
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _raw_cid(chunk: bytes | memoryview) -> CID:
     return CID(1, RAW, _SHA256_PREFIX + hashlib.sha256(chunk).digest())
 
@@ -94,12 +85,12 @@ def encode_file_node(links: Iterable[tuple[CID, int, int]]) -> bytes:
     sizes = bytearray()
     for cid, tsize, filesize in links:
         digest = cid.to_bytes()
-        body = b"\x0a" + _varint(len(digest)) + digest + b"\x12\x00\x18" + _varint(tsize)
-        out += b"\x12" + _varint(len(body)) + body
-        sizes += b"\x20" + _varint(filesize)
+        body = b"\x0a" + varint(len(digest)) + digest + b"\x12\x00\x18" + varint(tsize)
+        out += b"\x12" + varint(len(body)) + body
+        sizes += b"\x20" + varint(filesize)
         total += filesize
-    data = b"\x08\x02\x18" + _varint(total) + bytes(sizes)
-    out += b"\x0a" + _varint(len(data)) + data
+    data = b"\x08\x02\x18" + varint(total) + bytes(sizes)
+    out += b"\x0a" + varint(len(data)) + data
     return bytes(out)
 
 
