@@ -26,6 +26,7 @@ from mcp_harness.errors import HarnessError
 from mcp_harness.runs.lane import StoreLane
 from mcp_harness.runs.outcomes import Canceled, Failed, Outcome
 from mcp_harness.runs.policy import RETRY_BASE_MS, RETRY_CAP_MS
+from mcp_harness.runs.records import continued_as
 from mcp_harness.store import instances
 from mcp_harness.store._util import new_id, now_ms
 
@@ -434,7 +435,7 @@ class RunEngine:
             NotFound: no such run.
         """
         record = await self._terminal_row(run_id)
-        while (successor := _continued_as(record)) is not None:
+        while (successor := continued_as(record)) is not None:
             record = await self._terminal_row(successor)
         return record
 
@@ -464,6 +465,8 @@ class RunEngine:
         affected = False
         # Shielded: a run may cancel its own tree, and the rest of this must still happen after its scope is hit.
         with anyio.CancelScope(shield=True):
+            # A script that continued as new lives on in its last successor: canceling the chain cancels that.
+            run_id = (await self.offload(self.store.chain_end, run_id)).id
             async with self._lock:
                 records, live = await self.offload(self._cancel_tree, run_id)
                 orphans = [rid for rid in live if rid not in self._running]
@@ -494,15 +497,6 @@ class RunEngine:
     def running_ids(self) -> set[str]:
         """Runs executing in this process right now."""
         return set(self._running)
-
-
-def _continued_as(record: RunRecord) -> str | None:
-    """The successor a run handed over to with `ctx.continue_as_new` (its output says so), else None."""
-    output = record.output
-    if record.status != "succeeded" or not isinstance(output, dict) or output.get("continued") is not True:  # pyright: ignore[reportUnknownMemberType]
-        return None
-    successor = output.get("continuedAsRunId")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    return successor if isinstance(successor, str) else None
 
 
 def _drain(reader: socket.socket) -> None:

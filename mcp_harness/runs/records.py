@@ -123,4 +123,13 @@ def _unmet(value: Any) -> Any:
     return value.get("unmetObligations") if isinstance(value, dict) else None
 
 
-__all__ = ["LIVE", "TERMINAL", "RunKind", "RunOrigin", "RunQueue", "RunRecord", "RunStatus"]
+__all__ = ["LIVE", "TERMINAL", "RunKind", "RunOrigin", "RunQueue", "RunRecord", "RunStatus", "continued_as"]
+
+
+def continued_as(record: RunRecord) -> str | None:
+    """The successor a run handed over to with `ctx.continue_as_new` (its output says so), else None."""
+    output = record.output
+    if record.status != "succeeded" or not isinstance(output, dict) or output.get("continued") is not True:  # pyright: ignore[reportUnknownMemberType]
+        return None
+    successor = output.get("continuedAsRunId")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    return successor if isinstance(successor, str) else None

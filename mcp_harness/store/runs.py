@@ -26,7 +26,7 @@ from mcp_harness.runs.policy import (
     tokens,
     usage_delta,
 )
-from mcp_harness.runs.records import LIVE, TERMINAL, RunKind, RunOrigin, RunQueue, RunRecord, RunStatus
+from mcp_harness.runs.records import LIVE, TERMINAL, RunKind, RunOrigin, RunQueue, RunRecord, RunStatus, continued_as
 from mcp_harness.store import instances
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.batch import insert_rows
@@ -264,6 +264,17 @@ class RunStore(RunClaims):
                 "SELECT parent_run_id IS NULL AND parent_tool_call_id IS NOT NULL FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
         return row is not None and bool(row[0])
+
+    def chain_end(self, run_id: str) -> RunRecord:
+        """The run, or the last successor of the `ctx.continue_as_new` chain it starts: the one that answers.
+
+        Raises:
+            NotFound: no such run.
+        """
+        record = self.get(run_id)
+        while (successor := continued_as(record)) is not None:
+            record = self.get(successor)
+        return record
 
     def children(self, run_id: str) -> list[RunRecord]:
         """Direct children, oldest first."""

@@ -79,7 +79,7 @@ def client_task(stores: Stores, session_id: str | None, task_id: str) -> RunReco
     if session_id is None:
         raise missing
     try:
-        run = stores.runs.get(task_id)
+        run = stores.runs.chain_end(task_id)  # a continued script's task is its last successor's
     except NotFound:
         raise missing from None
     if run.account_id != stores.account_id or run.parent_run_id is not None or run.parent_tool_call_id is None:

@@ -105,3 +105,29 @@ def main(ctx):
         assert answer["output"] == "second"
         log = next(e for e in scripted.runs.journal(run.id) if e["kind"] == "log")
         assert log["message"].startswith("invalid-input: ctx.continue_as_new cannot be called inside ctx.parallel")
+
+
+LONG_CHAIN = """
+def main(ctx):
+    if ctx.input == "again":
+        ctx.wait_for_event("never")
+    ctx.continue_as_new("again")
+"""
+
+
+async def test_canceling_a_continued_chain_cancels_its_live_successor(client: Client, scripted: Harness) -> None:
+    """The client's call and its task id name the first run; once it has handed over, cancel and tasks/get reach
+    the successor that does the work now."""
+    from mcp_harness.verbs.delegate_tasks import client_task
+
+    async with anyio.create_task_group() as tg:
+        started = start(tg, client, LONG_CHAIN)
+        successor = await parked(scripted, "event")
+        first = script_runs(scripted)[0]
+        assert first.id != successor.id and first.output == {"continued": True, "continuedAsRunId": successor.id}
+        parent_session = first.input["parentSessionId"]
+        assert client_task(scripted, parent_session, first.id).id == successor.id  # tasks/get follows the chain
+        assert await scripted.engine.cancel(first.id) is True
+        answer = await started.result()
+    assert answer["status"] == "canceled" and answer["runId"] == successor.id
+    assert scripted.runs.get(successor.id).status == "canceled"
