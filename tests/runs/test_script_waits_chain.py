@@ -129,5 +129,5 @@ async def test_canceling_a_continued_chain_cancels_its_live_successor(client: Cl
         assert client_task(scripted, parent_session, first.id).id == successor.id  # tasks/get follows the chain
         assert await scripted.engine.cancel(first.id) is True
         answer = await started.result()
-    assert answer["status"] == "canceled" and answer["runId"] == successor.id
-    assert scripted.runs.get(successor.id).status == "canceled"
+        assert answer["status"] == "canceled" and answer["runId"] == successor.id
+        assert scripted.runs.get(successor.id).status == "canceled"
