@@ -55,6 +55,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 LOCAL_ACCOUNT = "local"
+MONITOR_START_DELAY_S = 1.0
+"""How long after the engine starts the activity monitor begins: its imports (the node, PyNaCl) would otherwise
+compete with a stdio client's handshake for the interpreter. Nothing is missed: it resumes from its watermark."""
 CANCELED_TEXT = (
     "Canceled before it finished; whether its side effects happened is unknown. Verify state before retrying."
 )
@@ -280,6 +283,7 @@ class Harness:
         the server already answers; what lands meanwhile waits in the feed past its watermark."""
         import importlib
 
+        await anyio.sleep(MONITOR_START_DELAY_S)  # let the client's handshake and first list go first
         await anyio.to_thread.run_sync(importlib.import_module, "mcp_harness.triggers.monitor")
         await anyio.to_thread.run_sync(importlib.import_module, "mcp_harness.hypermedia.node")
         await self.monitor.serve()

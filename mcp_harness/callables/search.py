@@ -16,20 +16,21 @@ with no word in it, an `accountUid` that is not an account id) gets the contract
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
 from mcp_harness.callables import search_results
 from mcp_harness.callables.search_text import Query, blend, parse_query
 from mcp_harness.errors import BadRequest, HarnessError
-from mcp_harness.identity.keys import public_key_of
-from mcp_harness.models.embeddings import Embedder, embedder_for
 from mcp_harness.store import memory_search, search_queries, search_vectors
 from mcp_harness.store.db import Database
 from mcp_harness.store.search_queries import TITLE_LIKE, Hit
 from mcp_harness.verbs.base import VerbContext, VerbResult, touch_expand
 from mcp_harness.verbs.spec import VerbSpec
+
+if TYPE_CHECKING:
+    from mcp_harness.models.embeddings import Embedder
 
 DEFAULT_CONTEXT = 48
 MAX_PAGE = 50
@@ -106,6 +107,9 @@ async def search(ctx: VerbContext, tool_input: dict[str, Any]) -> VerbResult:
         return _miss([f"$.query: {text!r} holds no letter or digit to search for"])
     account = tool_input.get("accountUid")
     if account is not None:
+        # Imported on use, as everything only a search needs: a stdio server's start-up pays for none of it.
+        from mcp_harness.identity.keys import public_key_of
+
         try:
             public_key_of(str(account))
         except BadRequest as exc:
@@ -115,6 +119,8 @@ async def search(ctx: VerbContext, tool_input: dict[str, Any]) -> VerbResult:
     embedder: Embedder | None = None
     requested = tool_input.get("searchType")
     if requested in ("semantic", "hybrid") or (requested is None and settings.embeddings_provider):
+        from mcp_harness.models.embeddings import embedder_for
+
         embedder = await anyio.to_thread.run_sync(embedder_for, services, settings)
     mode = requested or ("hybrid" if embedder is not None else "keyword")
     scope = str(tool_input.get("scope") or "hypermedia")

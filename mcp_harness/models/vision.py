@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp_harness.models.wire import ImagePart
+if TYPE_CHECKING:
+    from mcp_harness.models.wire import ImagePart
 
 IMAGE_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 MAX_IMAGE_BYTES = 4_500_000

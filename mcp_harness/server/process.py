@@ -19,7 +19,6 @@ GEN0_THRESHOLD = 50_000
 
 def tune_after_startup() -> None:
     """Freeze what start-up built and collect less often. Idempotent; call once the server is built."""
-    gc.collect()
     gc.freeze()
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GEN0_THRESHOLD, gen1, gen2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 from typing import Any
 
 from mcp_harness.addresses import Address
@@ -18,7 +19,6 @@ from mcp_harness.errors import BadRequest, NotFound
 from mcp_harness.spaces.space import ResourceForm, Space, markdown_resource
 from mcp_harness.store._util import iso_time
 from mcp_harness.store.triggers import FiringRecord, TriggerRecord, TriggerStore
-from mcp_harness.triggers import webhooks
 from mcp_harness.triggers.schedule import next_due_at
 from mcp_harness.triggers.sources import CONTRACT, MAX_SHORT_BYTES, SHAPE, normalize_body, utf8_size, when
 from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_options
@@ -26,6 +26,13 @@ from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_optio
 READ_OPTIONS: tuple[str, ...] = ()
 WRITE_OPTIONS = ("delete", "trigger")
 RECENT_FIRINGS = 5
+
+
+def _webhooks() -> types.ModuleType:
+    """triggers/webhooks.py, imported on first use: it brings the firing path, which start-up does not need."""
+    import importlib
+
+    return importlib.import_module("mcp_harness.triggers.webhooks")
 
 
 def _store(ctx: VerbContext) -> TriggerStore:
@@ -193,7 +200,7 @@ def write_trigger(
         with ctx.services.db.transaction():
             store.delete(existing.id)
             if existing.source_type == "webhook":
-                webhooks.drop_secret(ctx.services.secrets, existing.account_id, existing.id)
+                _webhooks().drop_secret(ctx.services.secrets, existing.account_id, existing.id)
         return VerbResult.of(
             {
                 "summary": f'Deleted trigger "{existing.name}".',
@@ -227,9 +234,9 @@ def write_trigger(
             trigger_id=existing.id if existing is not None else None,
         )
         if saved.source_type == "webhook" and not was_webhook:
-            secret = webhooks.issue_secret(ctx.services.secrets, saved)
+            secret = _webhooks().issue_secret(ctx.services.secrets, saved)
         elif was_webhook and saved.source_type != "webhook":
-            webhooks.drop_secret(ctx.services.secrets, saved.account_id, saved.id)
+            _webhooks().drop_secret(ctx.services.secrets, saved.account_id, saved.id)
     state = "enabled" if saved.enabled else "disabled"
     data: dict[str, Any] = {
         "summary": f'Saved trigger "{saved.name}" ({state}): {when(saved.source)}.',
@@ -260,7 +267,7 @@ SIGNING = (
 
 def _webhook(trigger: TriggerRecord, secret: str | None) -> dict[str, Any]:
     """Where a webhook trigger is called; its secret only in the result of the write that created it."""
-    out: dict[str, Any] = {"url": webhooks.hook_path(trigger.id)}
+    out: dict[str, Any] = {"url": _webhooks().hook_path(trigger.id)}
     if secret is not None:
         out |= {"secret": secret, "signature": SIGNING, "note": "The secret is shown only now; it is stored sealed."}
     else:
