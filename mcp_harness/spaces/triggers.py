@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import types
 from typing import Any
 
 from mcp_harness.addresses import Address
@@ -26,13 +25,6 @@ from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_optio
 READ_OPTIONS: tuple[str, ...] = ()
 WRITE_OPTIONS = ("delete", "trigger")
 RECENT_FIRINGS = 5
-
-
-def _webhooks() -> types.ModuleType:
-    """triggers/webhooks.py, imported on first use: it brings the firing path, which start-up does not need."""
-    import importlib
-
-    return importlib.import_module("mcp_harness.triggers.webhooks")
 
 
 def _store(ctx: VerbContext) -> TriggerStore:
@@ -197,10 +189,7 @@ def write_trigger(
             return VerbResult.of(
                 {"summary": f"No trigger named {name}; nothing to delete.", "name": name, "deleted": False}
             )
-        with ctx.services.db.transaction():
-            store.delete(existing.id)
-            if existing.source_type == "webhook":
-                _webhooks().drop_secret(ctx.services.secrets, existing.account_id, existing.id)
+        store.delete(existing.id)  # a webhook's sealed secret goes with the row (store/triggers.py's SQL trigger)
         return VerbResult.of(
             {
                 "summary": f'Deleted trigger "{existing.name}".',
@@ -234,9 +223,13 @@ def write_trigger(
             trigger_id=existing.id if existing is not None else None,
         )
         if saved.source_type == "webhook" and not was_webhook:
-            secret = _webhooks().issue_secret(ctx.services.secrets, saved)
+            from mcp_harness.triggers.webhooks import issue_secret  # the firing path: not needed at start-up
+
+            secret = issue_secret(ctx.services.secrets, saved)
         elif was_webhook and saved.source_type != "webhook":
-            _webhooks().drop_secret(ctx.services.secrets, saved.account_id, saved.id)
+            from mcp_harness.triggers.webhooks import drop_secret
+
+            drop_secret(ctx.services.secrets, saved.account_id, saved.id)
     state = "enabled" if saved.enabled else "disabled"
     data: dict[str, Any] = {
         "summary": f'Saved trigger "{saved.name}" ({state}): {when(saved.source)}.',
@@ -267,7 +260,9 @@ SIGNING = (
 
 def _webhook(trigger: TriggerRecord, secret: str | None) -> dict[str, Any]:
     """Where a webhook trigger is called; its secret only in the result of the write that created it."""
-    out: dict[str, Any] = {"url": _webhooks().hook_path(trigger.id)}
+    from mcp_harness.triggers.webhooks import hook_path
+
+    out: dict[str, Any] = {"url": hook_path(trigger.id)}
     if secret is not None:
         out |= {"secret": secret, "signature": SIGNING, "note": "The secret is shown only now; it is stored sealed."}
     else:
