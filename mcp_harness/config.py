@@ -208,6 +208,55 @@ def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+class HmServerSettings(BaseModel):
+    """A Seed site or daemon the node pushes to and pulls from (`[[hypermedia.servers]]`, issue 19)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str
+    """Base URL, e.g. "https://seed.example" (its web API is under /api, its blobs under /ipfs)."""
+    token_secret: str | None = None
+    """Name of a sealed secret holding the bearer token its PublishBlobs needs (`mcp-harness secret set`)."""
+    auto_push: bool = True
+    """Push every publish here as it happens (else only `mcp-harness hm push`)."""
+
+
+class HypermediaSettings(BaseModel):
+    """The embedded Seed node on the network: the servers it syncs with and what it serves (issue 19)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    public: bool = False
+    """Serve the Seed web API's reads (/api/*, /ipfs/*) to anyone `serve --http` admits without a token."""
+    servers: list[HmServerSettings] = Field(default_factory=list)
+    max_blob_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    """Largest single blob accepted from a push, a pull or PublishBlobs."""
+    max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    """Largest PublishBlobs body, or pull response, accepted."""
+
+
+class McpServerSettings(BaseModel):
+    """An MCP server mounted behind `call` (`[[mcp.servers]]`, issue 20): stdio (`command`) or HTTP (`url`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    command: list[str] | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    bearer_secret: str | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+
+
+class McpSettings(BaseModel):
+    """Other MCP servers whose tools `call` reaches (issue 20)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    servers: list[McpServerSettings] = Field(default_factory=list)
+
+
 class SearchSettings(BaseModel):
     """The `search` callable's semantic and hybrid modes: which provider embeds, with which model."""
 
@@ -262,6 +311,8 @@ class Settings(BaseModel):
     store: StoreSettings = Field(default_factory=StoreSettings)
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    hypermedia: HypermediaSettings = Field(default_factory=HypermediaSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
 
 def default_data_dir() -> Path:

@@ -140,6 +140,8 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
             "m016_run_waits",
             "m017_ipfs_blocks",
             "m018_attachments",
+            "m019_hm_push",
+            "m020_mcp_servers",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1

@@ -116,6 +116,27 @@ def image_content(result: VerbResult, request: Any) -> list[types.TextContent | 
     return blocks
 
 
+def tool_result(result: VerbResult, request: Any) -> types.CallToolResult:
+    """A verb's answer as the client sees it: its text and images, or an upstream server's own content blocks
+    unchanged; its structured form; its `_meta` (MCP Apps' view link) and an upstream tool's `isError`."""
+    if result.content is not None:
+        content: list[types.ContentBlock] = [_content_block(block) for block in result.content]
+    else:
+        content = [types.TextContent(type="text", text=result.text), *image_content(result, request)]
+    return types.CallToolResult(
+        content=content,
+        structured_content=_structured(result),
+        is_error=result.is_error,
+        _meta=result.meta,
+    )
+
+
+def _content_block(block: dict[str, Any]) -> types.ContentBlock:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(types.ContentBlock).validate_python(block)
+
+
 def error_result(error: HarnessError) -> types.CallToolResult:
     """A refusal as the model sees it: `isError`, the message, and `structuredContent.error`."""
     return types.CallToolResult(
@@ -341,10 +362,7 @@ def build_server(
         if error is not None:
             return error_result(error)
         assert result is not None
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.text), *image_content(result, ctx.request)],
-            structured_content=_structured(result),
-        )
+        return tool_result(result, ctx.request)
 
     async def on_list_resources(
         ctx: ServerRequestContext[ServerState], params: types.PaginatedRequestParams | None

@@ -487,6 +487,21 @@ def m018_attachments(conn: sqlite3.Connection) -> None:
     attachments.migrate(conn)
 
 
+@migration
+def m019_hm_push(conn: sqlite3.Connection) -> None:
+    """The Seed network (store/hm_push.py): the durable queue of blobs owed to each configured server."""
+    from mcp_harness.store import hm_push
+
+    hm_push.migrate(conn)
+
+
+@migration
+def m020_mcp_servers(conn: sqlite3.Connection) -> None:
+    """Other MCP servers behind `call` (store/upstream.py): mounted servers and their tools' documents."""
+    from mcp_harness.store import upstream
+
+    upstream.migrate(conn)
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

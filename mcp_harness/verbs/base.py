@@ -51,6 +51,14 @@ class VerbResult:
     logged: dict[str, Any] | None = None
     """What the transcript keeps instead of `data`, when the answer shows something only once (a webhook's
     secret): the caller sees it now, and no later turn, replay or log reads it back."""
+    meta: dict[str, Any] | None = None
+    """The MCP result's `_meta` (plain JSON; e.g. MCP Apps' `{"ui": {"resourceUri": "ui://…"}}`), passed through by
+    the front and never logged or shown to a model."""
+    content: tuple[dict[str, Any], ...] | None = None
+    """An upstream MCP server's content blocks as JSON (text, image, audio, resource, resource_link), sent unchanged
+    instead of `text` and `images` when set; `text` stays the transcript's and a model's rendering of them."""
+    is_error: bool = False
+    """The answer is a failure reported as a result (an upstream tool's `isError`), not a harness refusal."""
 
     @classmethod
     def of(cls, data: dict[str, Any], body: str | None = None, *, fmt: str = "markdown") -> VerbResult:
