@@ -502,6 +502,7 @@ def m020_mcp_servers(conn: sqlite3.Connection) -> None:
 
     upstream.migrate(conn)
 
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
