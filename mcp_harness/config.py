@@ -4,7 +4,6 @@ Every setting is documented in `config.example.toml` (shipped in the package, ne
 model does not know is refused with the list of known keys, so a typo never silently falls back to a default.
 """
 
-from __future__ import annotations
 
 import hashlib
 import os
@@ -19,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mcp_harness.errors import BadRequest
 
 DEFAULT_HTTP = "127.0.0.1:8765"
+# Empty lists and dicts are plain `default=[]` / `default={}` (pydantic copies a mutable default per instance), not
+# `default_factory=list`: pydantic inspects a factory's signature, and a builtin's costs a tokenizer compile that a
+# stdio server's cold start would pay. Annotations are not postponed for the same reason (no eval per field).
 
 
 class AgentSettings(BaseModel):
@@ -33,7 +35,7 @@ class AgentSettings(BaseModel):
     """Unset: the provider's default model (`model` of its declaration; `scripted` for the built-in one)."""
     reasoning_level: str | None = None
     tools: list[str] | None = None
-    signing_keys: list[str] = Field(default_factory=list)
+    signing_keys: list[str] = Field(default=[])
     """Signing identities the agent may publish as, by label, account id or secret name (`identity list`)."""
 
 
@@ -57,13 +59,13 @@ class HttpSettings(BaseModel):
 
     listen: str = DEFAULT_HTTP
     """HOST:PORT for `serve --http` when no address is given."""
-    tokens: list[TokenSettings] = Field(default_factory=list)
+    tokens: list[TokenSettings] = Field(default=[])
     """Accepted bearer tokens (hashes only); required for any bind that is not loopback."""
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     """Largest HTTP request body accepted."""
-    allowed_origins: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default=[])
     """Browser origins allowed besides loopback ones (e.g. "https://app.example"); any other Origin is refused."""
-    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default=[])
     """Host header values allowed besides loopback ones and the bind address (e.g. "mcp.example:443")."""
 
 
@@ -123,7 +125,7 @@ class WebSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    allow_hosts: list[str] = Field(default_factory=list)
+    allow_hosts: list[str] = Field(default=[])
     """Hosts (names as written in URLs, or IP literals) that may be fetched even though they are loopback, private,
     link-local, CGNAT or metadata addresses. Everything else inside those ranges is refused."""
     connect_timeout_s: float = Field(default=10.0, gt=0, le=300)
@@ -228,7 +230,7 @@ class HypermediaSettings(BaseModel):
 
     public: bool = False
     """Serve the Seed web API's reads (/api/*, /ipfs/*) to anyone `serve --http` admits without a token."""
-    servers: list[HmServerSettings] = Field(default_factory=list)
+    servers: list[HmServerSettings] = Field(default=[])
     max_blob_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     """Largest single blob accepted from a push, a pull or PublishBlobs."""
     max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
@@ -242,9 +244,9 @@ class McpServerSettings(BaseModel):
 
     name: str
     command: list[str] | None = None
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default={})
     url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default={})
     bearer_secret: str | None = None
     timeout_s: float = Field(default=60.0, gt=0)
 
@@ -254,7 +256,7 @@ class McpSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    servers: list[McpServerSettings] = Field(default_factory=list)
+    servers: list[McpServerSettings] = Field(default=[])
 
 
 class SearchSettings(BaseModel):
@@ -303,7 +305,7 @@ class Settings(BaseModel):
     log_level: str = "WARNING"
     agent: AgentSettings = Field(default_factory=AgentSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
-    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    providers: dict[str, ProviderSettings] = Field(default={})
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     runs: RunSettings = Field(default_factory=RunSettings)
     web: WebSettings = Field(default_factory=WebSettings)

@@ -9,31 +9,35 @@ import argparse
 import logging
 import os
 import sys
+from importlib import import_module
 
 from mcp_harness import __version__
-from mcp_harness.cli import (
-    agents,
-    attach,
-    chat,
-    config,
-    doctor,
-    gc,
-    identity,
-    invoke,
-    provider,
-    runs,
-    secret,
-    serve,
-    sessions,
-    token,
-)
 from mcp_harness.cli._common import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, exit_code
 from mcp_harness.errors import HarnessError
 
-GROUPS = (serve, agents, sessions, runs, chat, attach, invoke, token, provider, secret, identity, config, doctor, gc)
+GROUPS = (
+    "serve",
+    "agents",
+    "sessions",
+    "runs",
+    "chat",
+    "attach",
+    "invoke",
+    "token",
+    "provider",
+    "secret",
+    "identity",
+    "config",
+    "doctor",
+    "gc",
+)
+"""The command groups, by module under `mcp_harness.cli`, in `--help` order. Imported by name: `serve` over stdio
+is started once per conversation by a client, and importing every other group (models, threads, search…) only to
+parse `serve`'s flags was most of what the harness added to the SDK's cold start."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or only group `only` (the one the arguments name: see `main`)."""
     parser = argparse.ArgumentParser(
         prog="mcp-harness",
         description="An agent harness as an MCP server: five verbs. Results go to stdout, messages to stderr; "
@@ -43,8 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mcp-harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in GROUPS:
-        group.register(sub)
+    for group in GROUPS if only is None else (only,):
+        import_module(f"mcp_harness.cli.{group}").register(sub)
     return parser
 
 
@@ -58,13 +62,19 @@ def _silence_stdout() -> None:
         pass  # stdout has no descriptor (captured in a test): nothing will flush to a closed pipe
 
 
+def _serving(argv: list[str] | None) -> bool:
+    """Whether the command is `serve` (its first word; no group takes options before it)."""
+    words = sys.argv[1:] if argv is None else argv
+    return bool(words) and words[0] == "serve"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `mcp-harness` console script; returns the exit code `mcp-harness --help` documents."""
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser("serve" if _serving(argv) else None).parse_args(argv)
         try:
             code = args.handler(args, sys.stdout)
         except HarnessError as exc:

@@ -7,13 +7,15 @@ not promised here.
 
 from __future__ import annotations
 
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds, surrogate_paths
 from mcp_harness.spaces.registry import read_details, read_lines, write_details, write_lines
 from mcp_harness.verbs.spec import VerbSpec
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 """The MCP Tasks extension (SEP-2663): a client declaring it may get `delegate` as a task handle."""
@@ -251,7 +253,14 @@ RETURN_RESULT_DESCRIPTION = (
 VERBS: dict[str, VerbSpec] = {spec.name: spec for spec in (READ, WRITE, CALL, DELEGATE, PLAN)}
 """The five verbs, in listing order."""
 
-VALIDATORS: dict[str, Draft202012Validator] = {name: Draft202012Validator(s.input_schema) for name, s in VERBS.items()}
+
+@cache
+def _validator(name: str) -> Draft202012Validator:
+    """A verb's input validator, built on its first call: jsonschema (and its referencing stack) costs a stdio
+    server's cold start more than anything else the harness imports, and `tools/list` never needs it."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(VERBS[name].input_schema)
 
 
 def input_errors(name: str, arguments: dict[str, Any]) -> list[str]:
@@ -263,7 +272,7 @@ def input_errors(name: str, arguments: dict[str, Any]) -> list[str]:
         # JSON can escape a lone surrogate (\ud800) that no UTF-8 text, file or log can hold.
         return [f"{path}: holds a lone surrogate, which is not valid Unicode; send valid UTF-8 text" for path in broken]
     out: list[str] = []
-    for err in sorted(VALIDATORS[name].iter_errors(arguments), key=lambda e: list(e.absolute_path)):
+    for err in sorted(_validator(name).iter_errors(arguments), key=lambda e: list(e.absolute_path)):
         path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
         out.append(f"{path}: {err.message}")
     return out
