@@ -9,7 +9,8 @@ requeued from another process is claimed by the serving engine's next poll.
 
 Matching (`accepts_signal`, `accepts_activity`): a wait naming a `signal` accepts only that signal and never
 activity; a wait naming nothing accepts any signal; a wait naming `eventType`/`resource`/`author` accepts activity
-whose every named field matches (resources compared as hm:// ids), and never a signal.
+whose every named field matches, by the one matcher triggers use too (hypermedia/activity_match.py: type aliases,
+`hm://` authors, canonical resources), and never a signal.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from mcp_harness.errors import BadRequest, HarnessError
+from mcp_harness.errors import BadRequest
+from mcp_harness.hypermedia.activity_match import fields_match, same_resource
 from mcp_harness.runs.script_journal import json_safe
 from mcp_harness.store import run_waits
 
@@ -87,24 +89,7 @@ def accepts_signal(match: Mapping[str, Any], signal: str) -> bool:
 def accepts_activity(match: Mapping[str, Any], event: Activity) -> bool:
     if "signal" in match or not any(k in match for k in ACTIVITY_FIELDS):
         return False  # a signal wait never takes activity, and `{}` matches no activity
-    if "eventType" in match and match["eventType"] != event.type:
-        return False
-    if "author" in match and match["author"] != event.author:
-        return False
-    return "resource" not in match or same_resource(match["resource"], event.resource)
-
-
-def same_resource(wanted: str, actual: str) -> bool:
-    """Whether an event about `actual` is about `wanted`: the same hm:// id, any version unless `wanted` names one."""
-    from mcp_harness.hypermedia.ids import pack_hm_id, parse_hm_id
-
-    try:
-        want, got = parse_hm_id(wanted), parse_hm_id(actual)
-    except HarnessError:
-        return wanted.strip() == actual.strip()
-    if want.version is None:
-        return want.id == got.id
-    return pack_hm_id(want) == pack_hm_id(got)
+    return fields_match(match, event.type, event.resource, event.author, getattr(event, "data", None))
 
 
 def payload_of(payload: Any) -> Any:

@@ -21,22 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_harness.errors import BadRequest
 from mcp_harness.hypermedia.activity import ActivityEvent
-from mcp_harness.hypermedia.ids import parse_hm_id
+from mcp_harness.hypermedia.activity_match import account_of, any_type_matches, canonical, type_matches, under
 from mcp_harness.store.triggers import WATCHED_SOURCES
 
 ACTIVITY_SOURCES = WATCHED_SOURCES
 """The source types the activity monitor evaluates."""
-BLOB_TYPES = {"comment": "Comment", "doc-update": "Ref", "capability": "Capability", "contact": "Contact"}
-"""Seed's blob type name of each event type (a citation's is its `sourceType`, e.g. `comment/Embed`)."""
-ALIASES: dict[str, tuple[str, ...]] = {
-    "change": ("doc-update", "document-update", "ref"),
-    "ref": ("doc-update", "document-update", "change"),
-    "doc-update": ("change", "ref", "document-update"),
-    "document-update": ("change", "ref", "doc-update"),
-}
-"""The reference's `activityTypeMatches` aliases, keyed by the configured type (lowercase)."""
 
 
 def firing_key(event_key: str) -> str:
@@ -49,37 +39,11 @@ def firing_key(event_key: str) -> str:
     return event_key
 
 
-def canonical(resource: str) -> str:
-    """`hm://<account>/<path>` without version or fragment (text that is no hm:// id only loses `?…` and `#…`)."""
-    try:
-        return parse_hm_id(resource).id
-    except BadRequest:
-        return resource.split("#", 1)[0].split("?", 1)[0].rstrip("/")
-
-
-def under(resource: str | None, prefix: str) -> bool:
-    """Whether `resource` is `prefix` or a document below it (both compared canonical)."""
-    if not resource:
-        return False
-    have, want = canonical(resource), canonical(prefix)
-    return have == want or have.startswith(want.rstrip("/") + "/")
-
-
-def _account(value: str) -> str:
-    text = value.strip()
-    if text.startswith("hm://"):
-        try:
-            return parse_hm_id(text).uid
-        except BadRequest:
-            return text
-    return text
-
-
 def matches_document_comment(source: dict[str, Any], event: ActivityEvent) -> bool:
     if event.type != "comment" or not under(event.resource, source["resource"]):
         return False
     author = source.get("author")
-    return author is None or _account(str(author)) == event.author
+    return author is None or account_of(str(author)) == event.author
 
 
 def matches_user_mention(source: dict[str, Any], event: ActivityEvent) -> bool:
@@ -94,33 +58,11 @@ def about(event: ActivityEvent) -> str:
     return (event.target or event.resource) if event.type == "citation" else event.resource
 
 
-def event_types(event: ActivityEvent) -> list[str]:
-    """The names an event answers to in `eventTypes`: its type and Seed's blob type name."""
-    names = [event.type]
-    blob = BLOB_TYPES.get(event.type)
-    if blob is None and event.type == "citation":
-        kind = event.data.get("sourceType")
-        blob = kind if isinstance(kind, str) else None
-    if blob:
-        names.append(blob)
-    return names
-
-
-def type_matches(configured: str, actual: str) -> bool:
-    want, have = configured.strip().lower(), actual.strip().lower()
-    if not want or not have:
-        return False
-    return want == have or have in ALIASES.get(want, ())
-
-
 def matches_site_update(source: dict[str, Any], event: ActivityEvent) -> bool:
     if not under(about(event), source["resourcePrefix"]):
         return False
     wanted = source.get("eventTypes")
-    if not wanted:
-        return True
-    names = event_types(event)
-    return any(type_matches(w, n) for w in wanted for n in names)
+    return not wanted or any_type_matches(wanted, event.type, event.data)
 
 
 MATCHERS = {
@@ -162,7 +104,6 @@ __all__ = [
     "about",
     "activity_of",
     "canonical",
-    "event_types",
     "firing_key",
     "matches",
     "type_matches",
