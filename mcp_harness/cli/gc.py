@@ -20,7 +20,8 @@ def register(sub: Any) -> None:
         help="prune old session events and finished runs' journals ([store] retain), then vacuum the database",
         description="Prune events older than [store] retain (or while the log is larger than its size), never a "
         "session's last keep_last events, a call still owed its result, or anything of an unfinished run; drop "
-        "stored values no event uses; then give the space back (the first gc rewrites the database once).",
+        "stored values no event uses and attachment files no session holds; then give the space back (the first gc "
+        "rewrites the database once).",
     )
     gc.set_defaults(handler=_gc_command)
     command_flags(gc)
@@ -37,6 +38,7 @@ def _size(n: int) -> str:
 
 
 def _gc_command(args: argparse.Namespace, out: Any) -> int:
+    from mcp_harness.store.attachments import AttachmentStore
     from mcp_harness.store.db import Database
     from mcp_harness.store.retention import Retention, collect
 
@@ -47,7 +49,8 @@ def _gc_command(args: argparse.Namespace, out: Any) -> int:
     policy = Retention(max_age_ms=max_age, max_bytes=max_bytes, keep_last=settings.store.keep_last)
     db = Database(settings.data_dir / "harness.db")
     try:
-        report = db.run(lambda d: collect(d, policy, dry_run=args.dry_run))
+        files = AttachmentStore(db, settings.data_dir / "attachments")
+        report = db.run(lambda d: collect(d, policy, dry_run=args.dry_run, attachments=files))
     finally:
         db.close()
     p = report.pruned
@@ -61,6 +64,11 @@ def _gc_command(args: argparse.Namespace, out: Any) -> int:
         f"{plural(p.journals, 'finished run')} ({plural(p.journal_entries, 'entry', 'entries')}, "
         f"{_size(p.journal_bytes)}).",
     ]
+    if report.attachment_files:
+        lines.append(
+            f"{verb} {plural(report.attachment_files, 'attachment file')} no session holds any more "
+            f"({_size(report.attachment_bytes)})."
+        )
     if report.dry_run:
         lines.append(f"Database: {_size(report.file_bytes_before)} (a dry run changes nothing).")
     else:

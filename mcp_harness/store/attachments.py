@@ -39,6 +39,8 @@ MAX_NAME_BYTES = 200
 STALE_TEMP_S = 3600
 """A temp file this old belongs to a writer that died (another process may be streaming a younger one)."""
 TEMP_DIR = ".incoming"
+SWEEP_BATCH = 500
+"""Stored files checked against the rows per transaction of `sweep` (SQLite takes up to 32,766 parameters)."""
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\\\\/]")
 _MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -184,35 +186,66 @@ class AttachmentStore:
         if self.count(session_id) >= MAX_PER_SESSION:
             raise _full(session_id)
         temp, digest, size, head = self._receive(source, limit)
-        try:
-            attachment_id = digest
-            final = self.root / attachment_id[:2] / attachment_id
-            if final.exists():
-                temp.unlink()  # the same bytes are there already: the name says so (SHA-256)
-            else:
-                final.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(temp, final)
-                _fsync_dir(final.parent)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temp.unlink()
-            raise
+        attachment_id = digest
         clean = clean_name(name, f"attachment-{attachment_id[:12]}")
         record = AttachmentRecord(attachment_id, session_id, clean, _mime(mime_type, head, clean), size, now_ms())
-        with self.db.transaction() as conn:
-            row = conn.execute(
-                "SELECT * FROM attachments WHERE session_id = ? AND id = ?", (session_id, attachment_id)
-            ).fetchone()
-            if row is not None:
-                return _record(row)
-            held = conn.execute("SELECT count(*) FROM attachments WHERE session_id = ?", (session_id,)).fetchone()[0]
-            if held >= MAX_PER_SESSION:
-                raise _full(session_id)
-            conn.execute(
-                "INSERT INTO attachments (session_id, id, name, mime_type, size, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, record.id, record.name, record.mime_type, record.size, record.created_at),
-            )
+        try:
+            # The file is put in place under the write lock, with its row: `sweep` deletes a file no row holds under
+            # the same lock, so it can never take bytes an add found already there but has not yet recorded.
+            with self.db.transaction() as conn:
+                row = conn.execute(
+                    "SELECT * FROM attachments WHERE session_id = ? AND id = ?", (session_id, attachment_id)
+                ).fetchone()
+                if row is not None:
+                    return _record(row)
+                held = conn.execute("SELECT count(*) FROM attachments WHERE session_id = ?", (session_id,)).fetchone()[
+                    0
+                ]
+                if held >= MAX_PER_SESSION:
+                    raise _full(session_id)
+                final = self.root / attachment_id[:2] / attachment_id
+                if not final.exists():  # else the same bytes are there already: the name says so (SHA-256)
+                    final.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(temp, final)
+                    _fsync_dir(final.parent)
+                conn.execute(
+                    "INSERT INTO attachments (session_id, id, name, mime_type, size, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (session_id, record.id, record.name, record.mime_type, record.size, record.created_at),
+                )
+        finally:
+            with contextlib.suppress(OSError):
+                temp.unlink()  # gone when it was renamed into place
         return record
+
+    def sweep(self, *, dry_run: bool = False) -> tuple[int, int]:
+        """Delete the files no session holds any more (their sessions or agents were deleted) and temp files a
+        killed writer left; returns (files, bytes) deleted, or that would be with `dry_run`."""
+        files = size = 0
+        incoming = self.root / TEMP_DIR
+        cutoff = time.time() - STALE_TEMP_S
+        for leftover in incoming.glob("*.part") if incoming.is_dir() else ():
+            with contextlib.suppress(OSError):
+                st = leftover.stat()
+                if st.st_mtime < cutoff:
+                    if not dry_run:
+                        leftover.unlink()
+                    files, size = files + 1, size + st.st_size
+        stored = [f for d in sorted(self.root.glob("??")) for f in sorted(d.iterdir()) if ID_RE.match(f.name)]
+        for start in range(0, len(stored), SWEEP_BATCH):
+            batch = {f.name: f for f in stored[start : start + SWEEP_BATCH]}
+            with self.db.transaction() as conn:
+                marks = ", ".join("?" * len(batch))
+                held = {r[0] for r in conn.execute(f"SELECT id FROM attachments WHERE id IN ({marks})", [*batch])}
+                for attachment_id, path in batch.items():
+                    if attachment_id in held:
+                        continue
+                    with contextlib.suppress(OSError):
+                        bytes_ = path.stat().st_size
+                        if not dry_run:
+                            path.unlink()
+                        files, size = files + 1, size + bytes_
+        return files, size
 
     def _receive(self, source: Source, limit: int) -> tuple[Path, str, int, bytes]:
         """Copy at most `limit` bytes of `source` to a fresh temp file, hashing them; refuse a source with more."""

@@ -26,7 +26,7 @@ import sqlite3
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cbor2
 
@@ -34,6 +34,9 @@ from mcp_harness.runs.records import LIVE, TERMINAL
 from mcp_harness.store import payloads
 from mcp_harness.store._util import iso_time, now_ms
 from mcp_harness.store.db import Database
+
+if TYPE_CHECKING:
+    from mcp_harness.store.attachments import AttachmentStore
 
 BATCH = 2000
 """Events deleted per transaction at most: a server beside gc waits on one batch, never on the whole prune."""
@@ -84,6 +87,9 @@ class GcReport:
     """"full" (the first gc: the database rewritten with incremental auto-vacuum), "incremental" or "none"."""
     file_bytes_before: int
     file_bytes_after: int
+    attachment_files: int = 0
+    """Attachment files no session holds any more (their sessions or agents were deleted), deleted."""
+    attachment_bytes: int = 0
 
     def to_json(self) -> dict[str, Any]:
         p = self.pruned
@@ -98,6 +104,7 @@ class GcReport:
             },
             "payloads": {"pruned": p.payloads, "bytes": p.payload_bytes},
             "journals": {"runs": p.journals, "entries": p.journal_entries, "bytes": p.journal_bytes},
+            "attachments": {"files": self.attachment_files, "bytes": self.attachment_bytes},
             "vacuum": self.vacuum,
             "fileBytes": {"before": self.file_bytes_before, "after": self.file_bytes_after},
         }
@@ -107,8 +114,16 @@ class _DryRun(Exception):
     """Raised to roll a dry run back."""
 
 
-def collect(db: Database, policy: Retention, *, now: int | None = None, dry_run: bool = False) -> GcReport:
-    """Prune as `policy` says, sweep unused stored values, vacuum; or, with `dry_run`, say what that would do."""
+def collect(
+    db: Database,
+    policy: Retention,
+    *,
+    now: int | None = None,
+    dry_run: bool = False,
+    attachments: AttachmentStore | None = None,
+) -> GcReport:
+    """Prune as `policy` says, sweep unused stored values (and `attachments`' files no session holds), vacuum; or,
+    with `dry_run`, say what that would do."""
     now = now_ms() if now is None else now
     before = file_bytes(db.path)
     pruned = Pruned(cutoff=0)
@@ -118,9 +133,16 @@ def collect(db: Database, policy: Retention, *, now: int | None = None, dry_run:
             raise _DryRun
     else:
         pruned = _prune(db, policy, now)
+    swept = attachments.sweep(dry_run=dry_run) if attachments is not None else (0, 0)
     vacuum = "none" if dry_run else _vacuum(db)
     return GcReport(
-        dry_run=dry_run, pruned=pruned, vacuum=vacuum, file_bytes_before=before, file_bytes_after=file_bytes(db.path)
+        dry_run=dry_run,
+        pruned=pruned,
+        vacuum=vacuum,
+        file_bytes_before=before,
+        file_bytes_after=file_bytes(db.path),
+        attachment_files=swept[0],
+        attachment_bytes=swept[1],
     )
 
 

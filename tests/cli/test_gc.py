@@ -46,7 +46,7 @@ def test_a_dry_run_reports_as_json_and_changes_nothing(tmp_path: Path, capsys: p
     assert report["dryRun"] is True and report["vacuum"] == "none"
     assert report["events"] == {"pruned": 50, "bytes": report["events"]["bytes"], "sessions": 1, "liveSessionsKept": 0}
     assert report["events"]["bytes"] > 0 and report["cutoff"].endswith("Z")
-    assert set(report) == {"dryRun", "cutoff", "events", "payloads", "journals", "vacuum", "fileBytes"}
+    assert set(report) == {"dryRun", "cutoff", "events", "payloads", "journals", "attachments", "vacuum", "fileBytes"}
     assert report["fileBytes"]["before"] == report["fileBytes"]["after"]
     assert _count(data, session_id) == 250
 
@@ -111,3 +111,33 @@ def test_the_settings_say_what_retain_accepts() -> None:
     with pytest.raises(BadRequest) as refused:
         load_settings(None, **{"store.retain": "2GB,3GB"})
     assert 'store.retain: Value error, "2GB,3GB" is not a retention: give an age like "90d"' in refused.value.message
+
+
+def test_gc_deletes_the_attachment_files_no_session_holds_and_keeps_the_held_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from mcp_harness.definition import AgentDefinition
+
+    data = tmp_path / "data"
+    h = Harness(load_settings(data_dir=data))
+    try:
+        kept_session = h.sessions.create(h.account_id, h.agent().id)
+        kept = h.attachments.add(kept_session.id, "kept.txt", "text/plain", io.BytesIO(b"kept bytes"))
+        definition = AgentDefinition(name="brief", system_prompt="Helps.", model_provider="scripted", model="scripted")
+        other = h.create_agent(definition)
+        gone_session = h.sessions.create(h.account_id, other.id)
+        shared = h.attachments.add(gone_session.id, "same.txt", "text/plain", io.BytesIO(b"kept bytes"))
+        gone = h.attachments.add(gone_session.id, "gone.bin", None, io.BytesIO(b"x" * 5000))
+        h.agents.delete(other.id)  # its sessions go, and their attachment rows with them; the files stay behind
+        kept_path, gone_path = h.attachments.path(kept), h.attachments.path(gone)
+    finally:
+        h.close()
+    assert shared.id == kept.id and gone_path.exists()
+    code, out, _ = run(capsys, "gc", "--data-dir", str(data), "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["attachments"] == {"files": 1, "bytes": 5000}
+    assert gone_path.exists()  # a dry run deletes nothing
+    code, out, _ = run(capsys, "gc", "--data-dir", str(data))
+    assert code == 0 and "Pruned 1 attachment file no session holds any more (5.0 kB)." in out.splitlines()
+    assert not gone_path.exists() and kept_path.read_bytes() == b"kept bytes"
