@@ -12,9 +12,9 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from mcp_harness.console import catalog, render, render_catalog, runs, sessions, triggers
+from mcp_harness.console import catalog, documents, render, render_catalog, runs, sessions, triggers
 from mcp_harness.errors import NotFound
 from mcp_harness.scope import Scope
 from mcp_harness.store.run_claims import run_record
@@ -104,7 +104,15 @@ def view(
     if path == "/triggers":
         data = triggers.trigger_rows(directory, scope)
         return View("Triggers", data, lambda now: render_catalog.trigger_list(data))
-    raise NotFound(f"No console page {path}. The pages: /sessions, /runs, /agents, /triggers.")
+    if path == "/documents":
+        node = cast("documents.HasNode", directory)  # the composition root's Directory holds the node
+        data = documents.account_list(node, scope, params.get("after"))
+        return View("Documents", data, lambda now: documents.render_accounts(data))
+    if m := re.fullmatch(r"/documents/([^/]+)", path):
+        data = documents.document_view(cast("documents.HasNode", directory), scope, m[1], params)
+        title = (data.get("document") or {}).get("name") or data["path"] or data["name"] or "Documents"
+        return View(title, data, lambda now: documents.render_document(data))
+    raise NotFound(f"No console page {path}. The pages: /sessions, /runs, /agents, /triggers, /documents.")
 
 
 __all__ = ["View", "run_list", "view"]

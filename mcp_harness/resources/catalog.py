@@ -13,8 +13,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_harness import cursors
+from mcp_harness.addresses import Address, parse_address, thread_uri, tool_uri
 from mcp_harness.addresses import memory_uri as memory_resource_uri
-from mcp_harness.addresses import parse_address, thread_uri, tool_uri
 from mcp_harness.errors import HarnessError
 from mcp_harness.harness import SessionBinding
 from mcp_harness.memory.paths import normalize_memory_path
@@ -66,6 +66,9 @@ def _static(binding: SessionBinding) -> list[types.Resource]:
                 mime_type="text/markdown",
             )
         )
+    from mcp_harness.server import apps  # on use: the server package imports this module
+
+    out.append(apps.view_resource())  # MCP Apps' ui:// view of a run tree and the plan
     return out
 
 
@@ -129,7 +132,10 @@ def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.Li
     items = _static(binding) if after is None else []
     store = ctx.services.memory(ctx.agent)
     files, last = store.files_page(after, max(1, PAGE_SIZE - len(items)), PAGE_BYTES)
-    items += [types.Resource(name=p, uri=_memory_uri(p), mime_type=m, size=s) for p, s, m in files]
+    # Built without validation: every field is a str or int this module just made, and validating 1,000 models a
+    # page was a fifth of listing 100k files (the SDK validates the whole result again as it serializes it).
+    construct = types.Resource.model_construct
+    items += [construct(name=p, uri=_memory_uri(p), mime_type=m, size=s) for p, s, m in files]
     return types.ListResourcesResult(resources=items, next_cursor=encode_cursor(last) if last is not None else None)
 
 
@@ -137,6 +143,12 @@ def read_resource_sync(
     binding: SessionBinding, uri: str, protocol_version: str | None = None
 ) -> types.ReadResourceResult:
     """One resource's contents; a missing one is the era's not-found error (`not_found_code`) with `data.uri`."""
+    from mcp_harness.server import apps
+
+    if uri == apps.VIEW_URI:
+        return apps.read_view()
+    if uri.endswith(JSON_QUERY) and (plain := parse_address(uri.removesuffix(JSON_QUERY))) and plain.kind in JSON_KINDS:
+        return _read_json(binding, plain, uri, protocol_version)
     address = parse_address(uri)
     space = read_space(address.kind) if address is not None else None
     if address is None or space is None or space.resource_read is None or not space.reads(address):
@@ -156,6 +168,36 @@ def read_resource_sync(
         )
     return types.ReadResourceResult(
         contents=[types.TextResourceContents(uri=uri, mime_type=body.mime_type, text=body.text or "")]
+    )
+
+
+JSON_QUERY = "?format=json"
+JSON_KINDS = ("run", "plan")
+"""What `<uri>?format=json` reads as the structured form (`application/json`, what `read` answers with `format:
+"json"`): the MCP Apps view follows a run tree and the plan through its host's resources/read this way, unlogged.
+Only these kinds: neither a run id nor `harness://plan` holds a `?`; any other URI is read as it always was."""
+
+
+def _read_json(
+    binding: SessionBinding, address: Address, uri: str, protocol_version: str | None
+) -> types.ReadResourceResult:
+    import json
+
+    space = read_space(address.kind)
+    if space is None or space.read is None or not space.reads(address):
+        raise MCPError(
+            not_found_code(protocol_version),
+            f"Unknown resource {uri}. {JSON_QUERY} reads the structured form of run:<id> and harness://plan.",
+            {"uri": uri},
+        )
+    try:
+        result = space.read(binding.context_sync(create=False), address, {}, "json")
+    except HarnessError as exc:
+        code = not_found_code(protocol_version) if exc.status == 404 else types.INVALID_PARAMS
+        raise MCPError(code, exc.message, {"uri": uri}) from None
+    text = json.dumps(result.data, ensure_ascii=False, default=str)
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
     )
 
 

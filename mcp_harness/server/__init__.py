@@ -16,7 +16,7 @@ import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -35,6 +35,7 @@ from mcp_harness.config import TokenSettings
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.harness import Harness, SessionBinding
 from mcp_harness.resources import RESOURCE_TEMPLATES, list_resources, read_resource
+from mcp_harness.server import apps
 from mcp_harness.server.completions import complete
 from mcp_harness.server.sampling import ClientSampler
 from mcp_harness.server.subscriptions import Subscriptions
@@ -68,6 +69,7 @@ def _tool(spec: VerbSpec) -> types.Tool:
             idempotent_hint=spec.idempotent,
             open_world_hint=spec.open_world,
         ),
+        _meta=apps.tool_meta(spec.name),  # MCP Apps: delegate and plan name their view (server/apps.py)
     )
 
 
@@ -125,7 +127,8 @@ def tool_result(result: VerbResult, request: Any) -> types.CallToolResult:
         content = [types.TextContent(type="text", text=result.text), *image_content(result, request)]
     return types.CallToolResult(
         content=content,
-        structured_content=_structured(result),
+        # An upstream's answer carries its own structured content, or none (`data` is then empty): never ours.
+        structured_content=_structured(result) if result.content is None or result.data else None,
         is_error=result.is_error,
         _meta=result.meta,
     )
@@ -362,6 +365,8 @@ def build_server(
         if error is not None:
             return error_result(error)
         assert result is not None
+        if verb in apps.VIEWED_VERBS:  # MCP Apps: the result links the view and names the run it follows
+            result = replace(result, meta=apps.result_meta(verb, result.data, result.meta))
         return tool_result(result, ctx.request)
 
     async def on_list_resources(
@@ -448,6 +453,7 @@ def build_server(
         on_completion=partial(complete, state.bound),
     )
     server.extensions[TASKS_EXTENSION] = {}
+    server.extensions[apps.EXTENSION_ID] = {}  # MCP Apps: the ui:// view in resources/list and resources/read
     server.middleware.append(sampler.request_state_boundary())
     server.add_request_handler("tools/call", types.CallToolRequestParams, on_call_tool_or_task)
     server.add_request_handler("tasks/get", TaskParams, on_task)

@@ -63,6 +63,8 @@ PAGES = (
     "/agents",
     "/agents/{rest:path}",
     "/triggers",
+    "/documents",
+    "/documents/{rest:path}",
 )
 _TOKEN_KEY = "mcp_harness.token"  # `http.TOKEN_SCOPE_KEY`, not imported: http.py imports this module
 
@@ -82,6 +84,11 @@ class Directory:
 
     def memory(self, agent: Any) -> Any:
         return self._h.memory(agent)
+
+    @property
+    def hypermedia(self) -> Any:
+        """The embedded node, for the Documents pages (opened on first use, as for `read hm://`)."""
+        return self._h.hypermedia
 
     def grants(self, definition: AgentDefinition) -> dict[str, Any]:
         return self._h.grants(definition)
