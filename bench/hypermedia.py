@@ -20,7 +20,11 @@ trip on a memory file of the same markdown (`write ~/memory/…` + `read`), so t
 beyond an ordinary durable write: markdown parsing and diffing, signing a Change and a Ref, indexing, applying the
 changes and rendering. Prints p50/p99 of both and the ratio of p50s; the first create is reported on its own.
 
-Run: `.venv/bin/python bench/hypermedia.py [--n 2000] [--rounds 5] [--iterations 200] [--section blobs|publish]`.
+What, section `sync`: push and pull throughput between two instances on loopback, each against a bare HTTP client
+doing the same transfer (`bench/hypermedia_sync.py` says exactly what each measures).
+
+Run: `.venv/bin/python bench/hypermedia.py [--n 2000] [--rounds 5] [--iterations 200] [--documents 100]
+[--section blobs|publish|sync]`.
 """
 
 from __future__ import annotations
@@ -213,7 +217,14 @@ async def _publish(iterations: int) -> None:
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "blobs": lambda args: section_blobs(args.n, args.rounds),
     "publish": lambda args: section_publish(args.iterations),
+    "sync": lambda args: _section_sync(args.documents, min(args.rounds, 3)),
 }
+
+
+def _section_sync(documents: int, rounds: int) -> None:
+    from hypermedia_sync import section_sync  # bench/hypermedia_sync.py: push/pull between two instances
+
+    section_sync(documents, rounds)
 
 
 def main() -> int:
@@ -221,6 +232,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=2000, help="blobs per round (default 2000)")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds of each (default 5)")
     parser.add_argument("--iterations", type=int, default=200, help="publish round trips (default 200)")
+    parser.add_argument("--documents", type=int, default=100, help="documents pushed and pulled per sync round")
     parser.add_argument("--section", choices=[*SECTIONS, "all"], default="all", help="which section (default all)")
     args = parser.parse_args()
     if args.n < 1 or args.rounds < 1:

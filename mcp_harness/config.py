@@ -4,7 +4,6 @@ Every setting is documented in `config.example.toml` (shipped in the package, ne
 model does not know is refused with the list of known keys, so a typo never silently falls back to a default.
 """
 
-
 import hashlib
 import os
 import re

@@ -41,6 +41,7 @@ from mcp_harness.verbs.contracts import VERBS, input_errors
 
 if TYPE_CHECKING:
     from mcp_harness.hypermedia.node import Node
+    from mcp_harness.hypermedia.sync import Sync
     from mcp_harness.models.providers import ProviderRegistry
     from mcp_harness.models.wire import Sampler
     from mcp_harness.runs.engine import RunEngine
@@ -125,6 +126,7 @@ class Harness:
         self._engine: RunEngine | None = None
         self._web: Egress | None = None
         self._hypermedia: Node | None = None
+        self._sync: Sync | None = None
         self._scheduler: Scheduler | None = None
         self._monitor: ActivityMonitor | None = None
         self._engine_users = 0
@@ -312,6 +314,8 @@ class Harness:
                 # Triggers fire beside the engine, whoever is connected (nobody, for a headless `serve --http`).
                 await tg.start(self.scheduler.serve)
                 tg.start_soon(self._serve_monitor)
+                if self.settings.hypermedia.servers:
+                    tg.start_soon(self._serve_pusher)
                 try:
                     yield
                 finally:
@@ -377,8 +381,33 @@ class Harness:
         if self._hypermedia is None:
             from mcp_harness.hypermedia.node import Node
 
-            self._hypermedia = Node(self.db)
+            hm = self.settings.hypermedia
+            node = Node(self.db, max_blob_bytes=hm.max_blob_bytes, max_request_bytes=hm.max_request_bytes)
+            self._hypermedia = node
+            if hm.servers:  # what is published is owed to the auto-push servers in the same commit (issue 19)
+                node.publish_hooks.append(self.sync.hook)
         return self._hypermedia
+
+    @property
+    def sync(self) -> Sync:
+        """Push to and pull from the `[[hypermedia.servers]]` (hypermedia/sync/); built on first use."""
+        if self._sync is None:
+            from mcp_harness.hypermedia.sync import Sync
+
+            self._sync = Sync(
+                self.db,
+                self.hypermedia,
+                self.settings.hypermedia,
+                self.web,
+                lambda name: self.secrets.get_value(self.account_id, name).decode(),
+            )
+        return self._sync
+
+    async def _serve_pusher(self) -> None:
+        """The push worker, off start-up's path like the monitor: it resumes what an earlier process left owed."""
+        await anyio.sleep(MONITOR_START_DELAY_S)
+        await anyio.to_thread.run_sync(lambda: self.hypermedia)
+        await self.sync.pusher.serve()
 
     def offered_callables(self) -> frozenset[str]:
         """Builtin callables this host can run: `execute` with a sandbox, `web_search` with a SearXNG URL."""

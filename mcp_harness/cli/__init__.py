@@ -27,6 +27,7 @@ GROUPS = (
     "provider",
     "secret",
     "identity",
+    "hm",
     "config",
     "doctor",
     "gc",

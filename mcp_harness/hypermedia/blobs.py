@@ -182,8 +182,9 @@ def comment(
 
     `body` is comment blocks in the published shape: block maps with attributes inlined and nested `children`.
     `space` and `path` are always written, as the JS client writes them; `version` is written as a version string
-    lists its heads (sorted by CID string); `replyParent` is left out when it is the thread root, as the daemon
-    does.
+    lists its heads (sorted by CID string); `replyParent` is written whenever the comment replies, even when it is
+    the thread root (a reply to a top-level comment), as the client's `createComment` writes it. (Go's daemon leaves
+    it out in that case, and its reader takes either: an absent `replyParent` means the thread root.)
 
     Raises:
         BadRequest: the account id or path is malformed, or `reply_parent` is given without `thread_root`.
@@ -196,7 +197,7 @@ def comment(
         "body": body,
         "ts": ts,
         "threadRoot": thread_root,
-        "replyParent": None if reply_parent == thread_root else reply_parent,
+        "replyParent": reply_parent,
         "id": replaces,
     }
     return sign_blob(key, value)

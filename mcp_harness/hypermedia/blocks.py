@@ -19,6 +19,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_harness.errors import BadRequest
+
 BLOCK_KNOWN_KEYS = frozenset({"id", "type", "text", "link", "annotations"})
 """Keys of an op-shape block map that are not attributes (Go's `blob_change.go:561-622`)."""
 ANNOTATION_KNOWN_KEYS = frozenset({"type", "starts", "ends", "link"})
@@ -206,3 +208,107 @@ def block_from_op(value: Mapping[str, Any]) -> Block:
         annotations=tuple(annotation_from_op(a) for a in value.get("annotations") or () if isinstance(a, Mapping)),
         attributes=attributes,
     )
+
+
+# --- comment shape --------------------------------------------------------------------------------------------------
+
+COMMENT_BLOCK_TYPES = (
+    *("Paragraph", "Heading", "Math", "Code", "Image", "Video", "File", "Button", "Embed", "WebEmbed", "Slot"),
+)
+"""The block types a comment may hold: those the official client's `blockToPublishable` publishes."""
+_TEXT_WITH_ANNOTATIONS = frozenset({"Paragraph", "Heading", "Math", "Code", "Image"})
+_LINKED = frozenset({"Image", "Video", "File", "Button", "Embed", "WebEmbed"})
+_PLAIN_MARKS = frozenset({"Bold", "Italic", "Underline", "Strike", "Code"})
+_VALUE_MARKS = ("TextColor", "BackgroundColor", "TextSize", "TextFamily")
+"""Annotations carrying a `value`; two of one type with different values may not overlap (the client's
+`validateExclusiveAnnotations`)."""
+
+
+def comment_blocks(tree: Sequence[BlockNode]) -> list[dict[str, Any]]:
+    """A comment's body exactly as the official client's `createComment` writes it (`comment.ts`,
+    `blockToPublishable`), so the same key, timestamp and content sign to the same bytes:
+
+    - every block carries `children`, `[]` when it has none, and its attributes inlined;
+    - Paragraph, Heading, Math, Code and Image keep `text` and `annotations`; Video keeps `text: ""` and no
+      annotations; Button its text and no annotations; File, Embed and WebEmbed neither; Slot only its attributes;
+    - an empty Paragraph without children or `childrenType` is left out, and so are trailing empty Paragraphs and
+      Headings;
+    - annotations are the client's: marks as `{type, starts, ends}`, Link and Embed with `link` (`""` if none),
+      valued marks with a nested `attributes: {value}`.
+
+    Go's reader accepts both this and the op shape (comments are verified over an opaque map, and a block map's
+    unknown keys are attributes), so only byte identity with the client depends on it.
+
+    Raises:
+        BadRequest: a block type the client refuses in a comment (Table, Query, Nostr, …) or an annotation type
+            it does not know, naming what is accepted.
+    """
+    out: list[dict[str, Any]] = []
+    for node in _trim_trailing_empty(tree):
+        block = node.block
+        if block.type not in COMMENT_BLOCK_TYPES:
+            raise BadRequest(
+                f"A comment cannot hold a {block.type} block (the Seed client refuses it); comments take "
+                f"{', '.join(COMMENT_BLOCK_TYPES)} blocks."
+            )
+        if (
+            block.type == "Paragraph"
+            and not block.text
+            and not node.children
+            and "childrenType" not in block.attributes
+        ):
+            continue
+        item: dict[str, Any] = {"id": block.id, "type": block.type}
+        if block.type in _TEXT_WITH_ANNOTATIONS or block.type == "Button":
+            item["text"] = block.text
+        elif block.type == "Video":
+            item["text"] = ""
+        if block.type in _LINKED and block.link is not None:
+            item["link"] = block.link
+        if block.type in _TEXT_WITH_ANNOTATIONS:
+            item["annotations"] = _comment_annotations(block.annotations)
+        item.update(block.attributes)
+        item["children"] = comment_blocks(node.children) if node.children else []
+        out.append(item)
+    return out
+
+
+def _trim_trailing_empty(tree: Sequence[BlockNode]) -> Sequence[BlockNode]:
+    end = len(tree)
+    while end > 0:
+        node = tree[end - 1]
+        if node.children or node.block.type not in ("Paragraph", "Heading") or node.block.text.strip():
+            break
+        end -= 1
+    return tree[:end]
+
+
+def _comment_annotations(annotations: Sequence[Annotation]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for annotation in annotations:
+        item: dict[str, Any] = {
+            "type": annotation.type,
+            "starts": list(annotation.starts),
+            "ends": list(annotation.ends),
+        }
+        if annotation.type in ("Link", "Embed"):
+            item["link"] = annotation.link or ""
+        elif annotation.type in _VALUE_MARKS:
+            item["attributes"] = {"value": annotation.attributes.get("value") or ""}
+        elif annotation.type not in _PLAIN_MARKS:
+            accepted = ", ".join([*sorted(_PLAIN_MARKS), "Link", "Embed", *_VALUE_MARKS])
+            raise BadRequest(f"A comment cannot hold a {annotation.type} annotation; comments take {accepted}.")
+        out.append(item)
+    for kind in _VALUE_MARKS:
+        marks = [a for a in out if a["type"] == kind]
+        for i, first in enumerate(marks):
+            for second in marks[i + 1 :]:
+                same = first["attributes"]["value"] and first["attributes"]["value"] == second["attributes"]["value"]
+                if not same and _overlap(first, second):
+                    raise BadRequest(f"{kind} annotations with different values overlap in a comment block.")
+    return out
+
+
+def _overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    spans_a = zip(a["starts"], a["ends"], strict=False)  # the client skips a start without its end, as zip does
+    return any(s1 < e2 and s2 < e1 for s1, e1 in spans_a for s2, e2 in zip(b["starts"], b["ends"], strict=False))

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_harness.errors import BadRequest, Conflict, NotFound
-from mcp_harness.hypermedia import blobs
+from mcp_harness.hypermedia import blobs, ingest_gate
 from mcp_harness.hypermedia.blobs import Blob
-from mcp_harness.hypermedia.blocks import BlockNode, block_from_op, block_to_op, tree_to_json
+from mcp_harness.hypermedia.blocks import BlockNode, block_from_op, comment_blocks, tree_to_json
 from mcp_harness.hypermedia.cbor import decode
 from mcp_harness.hypermedia.cid import CID
 from mcp_harness.hypermedia.documents import ChangeRecord, DocumentBuilder, DocumentState
@@ -37,6 +37,13 @@ from mcp_harness.store.hypermedia import CommentRow, HypermediaStore, RefRow
 MAX_REDIRECTS = 5
 MAX_CACHED_CHANGES = 8192
 MAX_CACHED_VERSIONS = 64
+MAX_BLOB_BYTES = 4 * 1024 * 1024
+"""`[hypermedia] max_blob_bytes`' default: the largest single blob `ingest` takes."""
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+"""`[hypermedia] max_request_bytes`' default: the largest batch `ingest` takes at once."""
+
+PublishHook = Callable[[Sequence[Blob]], None]
+"""Called inside `publish`'s transaction with the blobs just stored (the push queue, `hypermedia/sync/push.py`)."""
 
 
 def hm_url(space: str, path: str) -> str:
@@ -107,7 +114,14 @@ class Node:
     applying just that edit to a copy, so reading old versions in turn does not replay the whole history each time.
     """
 
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self, db: Database, *, max_blob_bytes: int = MAX_BLOB_BYTES, max_request_bytes: int = MAX_REQUEST_BYTES
+    ) -> None:
+        self._db = db
+        self.max_blob_bytes = max_blob_bytes
+        self.max_request_bytes = max_request_bytes
+        self.publish_hooks: list[PublishHook] = []
+        """Run in `publish`'s transaction, so what they record (blobs owed to a server) stands or falls with it."""
         self.store = HypermediaStore(db)
         self.activity = self.store.activity
         """The activity feed: events recorded as blobs are stored, ours and ingested alike (`store/hm_activity.py`)."""
@@ -306,18 +320,44 @@ class Node:
     # --- publishing -------------------------------------------------------------------------------------------------
 
     def publish(self, published: Sequence[Blob]) -> list[str]:
-        """Store blobs this process built (`blobs.sign_blob` checked each one as it signed it)."""
-        return self.store.put(published)
+        """Store blobs this process built (`blobs.sign_blob` checked each one as it signed it), and run the publish
+        hooks in the same transaction."""
+        with self._db.transaction():
+            stored = self.store.put(published)
+            for hook in self.publish_hooks:
+                hook(published)
+        return stored
 
-    def ingest(self, items: Sequence[tuple[bytes, str | None]]) -> list[str]:
+    def ingest(
+        self,
+        items: Sequence[tuple[bytes, str | None]],
+        *,
+        max_blob_bytes: int | None = None,
+        max_request_bytes: int | None = None,
+    ) -> list[str]:
         """Verify and store blobs from elsewhere, all or none: `(bytes, cid or None)` pairs, as Seed's PublishBlobs
-        takes them. Every blob is hash-, structure- and signature-checked before anything is stored.
+        takes them. This is the one gate for every blob that arrives (pull, push received, PublishBlobs).
+
+        Checked before anything is stored: the batch's and each blob's size (`[hypermedia] max_request_bytes`,
+        `max_blob_bytes`); each signed blob's hash, structure and signature (`blobs.verify_blob`); that a Ref or
+        Change signed by someone other than the space's owner is backed by a WRITER/AGENT capability (in the batch
+        or held here). Comments need none: anyone may comment. IPFS blocks (raw or dag-pb, named by their CID: a
+        file a document links) are hash-checked and go to the block store.
 
         Raises:
-            BadRequest: the first blob that fails, naming why.
+            TooLarge: the batch or one blob is over its cap.
+            BadRequest: the first blob that fails, named by its CID (or position) and why.
         """
-        verified = [blobs.verify_blob(data, CID.parse(cid) if cid else None) for data, cid in items]
-        return self.store.put(verified)
+        checked = ingest_gate.verify_items(
+            items, max_blob_bytes or self.max_blob_bytes, max_request_bytes or self.max_request_bytes
+        )
+        ingest_gate.check_writers(checked.blobs, self.store)
+        if checked.blocks:
+            # Content-addressed and unreferenced until a Change links them: a failure below leaves only garbage.
+            from mcp_harness.store.ipfs_blocks import IpfsBlockStore
+
+            IpfsBlockStore(self._db).put_many(checked.blocks)
+        return [str(cid) for cid, _ in checked.blocks] + self.store.put(checked.blobs)
 
     def create(self, key: KeyPair, space: str, path: str, ops: list[dict[str, Any]]) -> list[Blob]:
         """Blobs that create a document: the genesis, one Change with every op, and a Ref. A deleted document or a
@@ -448,14 +488,13 @@ def _as_map(value: object) -> dict[str, Any]:
 
 
 def comment_body(tree: Sequence[BlockNode]) -> list[dict[str, Any]]:
-    """A comment's body: block maps (op shape) with their children nested inline."""
-    out: list[dict[str, Any]] = []
-    for node in tree:
-        item = block_to_op(node.block)
-        if node.children:
-            item["children"] = comment_body(node.children)
-        out.append(item)
-    return out
+    """A comment's body as the official client writes it (`blocks.comment_blocks`): block maps with their children
+    nested inline, `children: []` on a leaf. Raises BadRequest for a block type a comment cannot hold, or when
+    nothing is left once empty blocks are dropped (an empty body is how a comment is deleted)."""
+    body = comment_blocks(tree)
+    if not body:
+        raise BadRequest("A comment needs content: every block of this one is empty.")
+    return body
 
 
 def comment_tree(body: Sequence[dict[str, Any]]) -> tuple[BlockNode, ...]:

@@ -83,8 +83,8 @@ def http_app(
     connect; without it those sessions are checked by the handlers only. `console` (the harness) mounts the web
     console at `/` (`server/console.py`). `hooks` (the harness) mounts webhook deliveries at `/hooks/<trigger id>`
     (`server/hooks.py`). `attachments` (the harness) mounts uploads at `/mcp/sessions/<id>/attachments`
-    (`server/attachments_http.py`). `ipfs` (the harness) mounts `GET /ipfs/<cid>` over its block store
-    (`server/ipfs_http.py`)."""
+    (`server/attachments_http.py`). `ipfs` (the harness) mounts `GET /ipfs/<cid>` over its block store and signed
+    blobs (`server/ipfs_http.py`) and the Seed web API, `/api/<Key>` and `/hm/api/config` (`server/seed_api.py`)."""
     if loopback is None:
         loopback = edge.resolves_to_loopback(host)
     if not loopback and not http.tokens:
@@ -210,8 +210,10 @@ def http_app(
         routes += attachment_routes(attachments, admitted, session_visibility(attachments))
     if ipfs is not None:  # published files by CID, behind the same guard (tokens too: see server/ipfs_http.py)
         from mcp_harness.server.ipfs_http import ipfs_routes
+        from mcp_harness.server.seed_api import seed_api_routes
 
         routes += ipfs_routes(ipfs, admitted)
+        routes += seed_api_routes(ipfs, admitted)  # the Seed web API over the same node (server/seed_api.py)
     if console is not None:  # the web console at `/`, behind the same guard; imported only here, never for stdio
         from mcp_harness.server.console import console_routes
 

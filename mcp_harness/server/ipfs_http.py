@@ -5,11 +5,14 @@ A file is reassembled from its blocks (a raw CID is its own bytes) and sent as `
 one `Range` (`bytes=a-b`, `a-`, `-n`) as 206 with `Content-Range` — only the blocks the range touches are read —
 or 416 when it lies past the end, and `?filename=` as `Content-Disposition`. Asked for a raw block (`?format=raw` or
 `Accept: application/vnd.ipld.raw`, the trustless-gateway form), it sends that one block, which is what another
-harness's `read ipfs://` fetches (web/ipfs_fetch.py).
+harness's `read ipfs://` fetches (web/ipfs_fetch.py). A DAG-CBOR CID names a signed blob of the hypermedia store
+(a Change, Ref, Comment, …): its exact bytes go out as a raw block, which is how another node pulls it and checks
+it against the CID.
 
 The route sits behind the same guard as `/mcp`: Host and Origin always, and the bearer token whenever tokens are
-configured. The blocks are public by intent (only publishing and verified downloads put them there), but a server
-with tokens has said who may talk to it, and an endpoint that answers anyone would also tell anyone which CIDs this
+configured, unless `[hypermedia] public = true` makes the Seed API's reads (this one among them) public. The
+blocks are public by intent (only publishing and verified downloads put them there), but a server with tokens has
+said who may talk to it, and an endpoint that answers anyone would also tell anyone which CIDs this
 server holds. Everything served is the user's bytes on the console's origin, so it goes out as an attachment-safe
 download: `nosniff` and a sandboxing CSP, so an HTML file published here can never run as a page of the console.
 """
@@ -27,7 +30,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from mcp_harness.hypermedia.cid import CID, DAG_PB, RAW
+from mcp_harness.hypermedia.cid import CID, DAG_CBOR, DAG_PB, RAW
 from mcp_harness.hypermedia.unixfs import InvalidBlock, decode_file_node, read_range
 from mcp_harness.store.ipfs_blocks import IpfsBlockStore
 
@@ -50,14 +53,19 @@ class _Missing(Exception):
 
 
 def ipfs_routes(harness: Harness, admit: Admit) -> list[BaseRoute]:
-    """The `/ipfs/{cid}` route over the harness's block store, behind `admit`."""
+    """The `/ipfs/{cid}` route over the harness's block store and signed blobs, behind `admit` (without a token
+    when `[hypermedia] public` says reads are public)."""
     blocks = IpfsBlockStore(harness.db)
+    public = harness.settings.hypermedia.public
+
+    def signed(cid: CID) -> bytes | None:
+        return harness.hypermedia.store.data(str(cid))
 
     class Endpoint:
         async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-            if not await admit(scope, receive, send):
+            if not await admit(scope, receive, send, public=public):
                 return
-            response = await _answer(blocks, scope)
+            response = await _answer(blocks, scope, signed)
             await response(scope, receive, send)
 
     return [Route("/ipfs/{cid}", endpoint=Endpoint())]
@@ -67,7 +75,7 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
-async def _answer(blocks: IpfsBlockStore, scope: Scope) -> Response:
+async def _answer(blocks: IpfsBlockStore, scope: Scope, signed: Callable[[CID], bytes | None]) -> Response:
     method = scope["method"]
     if method not in ("GET", "HEAD"):
         return _error(405, "Only GET and HEAD are served at /ipfs/<cid>.", {"Allow": "GET, HEAD"})
@@ -78,6 +86,11 @@ async def _answer(blocks: IpfsBlockStore, scope: Scope) -> Response:
         return _error(400, f"{text!r} is not a CID: {exc}.")
     headers = Headers(scope=scope)
     query = QueryParams(scope.get("query_string", b""))
+    if cid.codec == DAG_CBOR:  # a signed blob (Change, Ref, Comment, …): its exact bytes, as a Seed daemon serves it
+        blob = await anyio.to_thread.run_sync(signed, cid) or await anyio.to_thread.run_sync(blocks.get, cid)
+        if blob is None:
+            return _error(404, f"This server holds no blob {cid}.")
+        return Response(blob if method == "GET" else b"", media_type=RAW_BLOCK, headers=_block_headers(cid, blob))
     if query.get("format") == "raw" or RAW_BLOCK in headers.get("accept", ""):
         block = await anyio.to_thread.run_sync(blocks.get, cid)
         if block is None:

@@ -172,7 +172,7 @@ def test_the_signature_lands_where_a_second_encoding_would_put_it() -> None:
     assert "id" in CASES["comment edit"][0].value  # a key that sorts before 'sig', besides 'ts'
 
 
-def test_reply_parent_equal_to_the_thread_root_is_left_out() -> None:
+def test_reply_parent_equal_to_the_thread_root_is_written_as_the_client_writes_it() -> None:
     reply = blobs.comment(
         OTHER,
         space=KEY.account_id,
@@ -184,7 +184,9 @@ def test_reply_parent_equal_to_the_thread_root_is_left_out() -> None:
         reply_parent=ROOT_COMMENT.cid,
     )
     assert reply.value["threadRoot"] == ROOT_COMMENT.cid
-    assert "replyParent" not in reply.value
+    assert (
+        reply.value["replyParent"] == ROOT_COMMENT.cid
+    )  # createComment's bytes (tests/hypermedia/test_web_api_comments.py)
 
 
 def test_now_ms_is_whole_milliseconds_now() -> None:

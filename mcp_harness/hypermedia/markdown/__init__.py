@@ -16,7 +16,7 @@ inline attributes (TextColor's `value`, …) are inlined into the op map as Go e
 nests them; `render_markdown` keeps `ipfs://` links unless asked for gateway URLs (the client rewrites them by
 default, which is lossy); `match_block_ids` never reassigns an id the new markdown named explicitly; the update
 diff compares `childrenType`/`language` wherever they sit, so a marker's `attrs` do not force a no-op
-`ReplaceBlock`; and frontmatter using YAML anchors, aliases or tags is not read (see `yaml`).
+`ReplaceBlock`. (Frontmatter with YAML anchors, aliases and tags is read as the client reads it: see `yaml`.)
 """
 
 from __future__ import annotations

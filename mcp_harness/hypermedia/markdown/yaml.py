@@ -4,9 +4,13 @@ The Seed client reads frontmatter with the `yaml` npm package (core schema: `yes
 stay strings), and mcp-harness has no YAML dependency; PyYAML would not do anyway, since it implements YAML 1.1 and
 would turn `yes`, `on` and `2024-01-02` into other types. This reader covers what frontmatter holds and what the
 client's writer (`frontmatter.emit_frontmatter`) produces: block mappings and sequences, flow collections,
-plain, single- and double-quoted scalars (multi-line, with folding and escapes), and literal and folded block
-scalars with chomping and indentation indicators. Anchors, aliases, tags and complex keys raise `YamlError`, which
-the caller treats like the client treats a YAML error: the frontmatter is not frontmatter.
+plain, single- and double-quoted scalars (multi-line, with folding and escapes), literal and folded block
+scalars with chomping and indentation indicators, and node properties: anchors and aliases (an alias shares the
+anchored value; an unknown one, or a document that would expand past `MAX_EXPANDED_NODES`, is an error, as the
+package's alias limit makes it one) and tags, resolved as the package resolves them (`!!str 123` is "123", `!!int "7"`
+is 7, a local `!tag` keeps the text). Anchors or tags on keys, `%TAG` handles, YAML 1.1 types (`!!binary`,
+`!!timestamp`, …) and complex keys raise `YamlError`, which the caller treats like the client treats a YAML error:
+the frontmatter is not frontmatter.
 """
 
 from __future__ import annotations
@@ -15,14 +19,20 @@ import re
 from typing import Any
 
 from mcp_harness.hypermedia.markdown.yaml_scalars import (
+    Anchors,
     FlowReader,
     YamlError,
+    alias_name,
+    check_expanded_size,
     flow_end,
     fold_block,
     key_string,
+    node_props,
     quoted_end,
     resolve_plain,
     strip_comment,
+    tagged_collection,
+    tagged_scalar,
     unquote_line,
     unsupported,
 )
@@ -50,6 +60,7 @@ def parse_yaml(text: str) -> Any:
     parser.skip()
     if parser.i < len(parser.lines):
         raise YamlError(f"unexpected content at line {parser.i + 1}")
+    check_expanded_size(value)
     return value
 
 
@@ -57,6 +68,7 @@ class _Parser:
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self.i = 0
+        self.anchors = Anchors()
 
     def skip(self) -> None:
         while self.i < len(self.lines) and not _significant(self.lines[self.i]):
@@ -69,20 +81,38 @@ class _Parser:
             raise YamlError("tabs are not allowed as indentation")
         return indent
 
-    def block(self, parent: int) -> Any:
-        """The node whose first line is the next significant line, if it is indented deeper than `parent`."""
+    def block(self, parent: int, tag: str | None = None) -> Any:
+        """The node whose first line is the next significant line, if it is indented deeper than `parent` (`tag`:
+        the explicit tag its properties gave it on an earlier line); an empty node when there is none."""
         self.skip()
-        if self.i >= len(self.lines):
-            return None
-        indent = self._line_indent()
-        if indent <= parent:
-            return None
+        if self.i >= len(self.lines) or (indent := self._line_indent()) <= parent:
+            return tagged_scalar(tag, "") if tag else None
         content = self.lines[self.i][indent:]
+        if content[:1] in ("&", "!", "*") and tag is None:
+            return self._propertied(content, parent)
         if _is_seq_entry(content):
-            return self.sequence(indent)
+            return tagged_collection(tag, self.sequence(indent))
         if content == "?" or content.startswith("? ") or self._split_key(content) is not None:
-            return self.mapping(indent)
-        return self.scalar(content, parent)
+            return tagged_collection(tag, self.mapping(indent))
+        return self.scalar(content, parent, tag)
+
+    def _propertied(self, content: str, parent: int) -> Any:
+        """A node led by an alias, or by an anchor and/or a tag: on this line, or (properties alone on it) on the
+        lines below."""
+        if content.startswith("*"):
+            return self._alias(content)
+        anchor, tag, rest = node_props(content)
+        if rest == "" or rest.startswith("#"):
+            self.i += 1
+            return self.anchors.define(anchor, self.block(parent, tag))
+        return self.anchors.define(anchor, self.scalar(rest, parent, tag))
+
+    def _alias(self, content: str) -> Any:
+        name, rest = alias_name(content)
+        if strip_comment(rest).strip(" \t"):
+            raise YamlError(f"unexpected text after the alias *{name}")
+        self.i += 1
+        return self.anchors.resolve(name)
 
     def sequence(self, n: int) -> list[Any]:
         items: list[Any] = []
@@ -125,15 +155,18 @@ class _Parser:
             if key in result:
                 raise YamlError(f"duplicate key {key!r}")
             rest = rest.lstrip(" \t")
-            if rest == "" or rest.startswith("#"):
+            anchor, tag, rest = node_props(rest)
+            if rest.startswith("*") and anchor is None and tag is None:
+                result[key] = self._alias(rest)
+            elif rest == "" or rest.startswith("#"):
                 self.i += 1
                 self.skip()
                 if self.i < len(self.lines) and self._line_indent() == n and _is_seq_entry(self.lines[self.i][n:]):
-                    result[key] = self.sequence(n)
+                    result[key] = self.anchors.define(anchor, tagged_collection(tag, self.sequence(n)))
                 else:
-                    result[key] = self.block(n)
+                    result[key] = self.anchors.define(anchor, self.block(n, tag))
             else:
-                result[key] = self.scalar(rest, n)
+                result[key] = self.anchors.define(anchor, self.scalar(rest, n, tag))
         return result
 
     def _explicit_key(self, content: str, n: int) -> tuple[str, str]:
@@ -167,16 +200,16 @@ class _Parser:
         unsupported(key_text)
         return key_string(resolve_plain(key_text)), content[m.end() :]
 
-    def scalar(self, text: str, n: int) -> Any:
-        """A value that starts mid-line (`text`) on the current line; continuation lines sit deeper than `n`."""
+    def scalar(self, text: str, n: int, tag: str | None = None) -> Any:
+        """A value that starts mid-line (`text`) on the current line; continuation lines sit deeper than `n`.
+        With `tag`, a scalar resolves under it (`tagged_scalar`) and a flow collection must fit it."""
         unsupported(text)
         first = text[:1]
-        if first in ('"', "'"):
-            return self._quoted(text, n)
         if first in ("[", "{"):
-            return self._flow(text, n)
-        if first in ("|", ">"):
-            return self._block_scalar(text, n)
+            return tagged_collection(tag, self._flow(text, n))
+        if first in ('"', "'", "|", ">"):
+            value = self._quoted(text, n) if first in ('"', "'") else self._block_scalar(text, n)
+            return tagged_scalar(tag, value) if tag else value
         parts = [strip_comment(text)]
         self.i += 1
         if not text.lstrip().startswith("#") and strip_comment(text) == text.rstrip(" \t"):
@@ -197,7 +230,7 @@ class _Parser:
         value = "".join(parts)
         if re.search(r":(?:[ \t]|\Z)", value):
             raise YamlError("nested mappings are not allowed in compact mappings")
-        return resolve_plain(value)
+        return tagged_scalar(tag, value) if tag else resolve_plain(value)
 
     def _quoted(self, text: str, n: int) -> str:
         # Gather physical lines until the closing quote, then unquote them as one folded scalar.
@@ -225,7 +258,7 @@ class _Parser:
         if strip_comment(joined[end:]).strip(" \t"):
             raise YamlError("unexpected text after a flow collection")
         self.i += 1
-        value, _ = FlowReader(joined[:end]).value(0)
+        value, _ = FlowReader(joined[:end], self.anchors).value(0)
         return value
 
     def _block_scalar(self, text: str, n: int) -> str:

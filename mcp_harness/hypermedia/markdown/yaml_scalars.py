@@ -1,5 +1,6 @@
 """Scalars and flow collections for the frontmatter YAML reader (`yaml`): core-schema resolution,
-quoted scalars with their escapes and line folding, block-scalar folding, and `[…]` / `{…}` on one logical line.
+quoted scalars with their escapes and line folding, block-scalar folding, `[…]` / `{…}` on one logical line, and
+node properties (anchors, aliases and tags, resolved as the `yaml` package's core schema resolves them).
 
 Split from the block-structure reader so each stays readable; see `yaml` for why we read YAML ourselves.
 """
@@ -185,8 +186,9 @@ def flow_end(text: str) -> int:
 class FlowReader:
     """`[a, "b", {c: d}]` and `{a: 1, b}` on one logical line."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, anchors: Anchors | None = None) -> None:
         self.text = text
+        self.anchors = anchors if anchors is not None else Anchors()
 
     def _ws(self, i: int) -> int:
         while i < len(self.text) and self.text[i] in " \t\n":
@@ -195,21 +197,30 @@ class FlowReader:
 
     def value(self, i: int) -> tuple[Any, int]:
         i = self._ws(i)
+        if self.text[i : i + 1] == "*":
+            name, rest = alias_name(self.text[i:], flow=True)
+            return self.anchors.resolve(name), len(self.text) - len(rest)
+        anchor, tag, rest = node_props(self.text[i:], flow=True)
+        i = len(self.text) - len(rest)
+        value, i = self._bare(i, tag)
+        return self.anchors.define(anchor, value), i
+
+    def _bare(self, i: int, tag: str | None) -> tuple[Any, int]:
         c = self.text[i : i + 1]
-        if c == "[":
-            return self._collection(i + 1, "]")
-        if c == "{":
-            return self._collection(i + 1, "}")
+        if c in ("[", "{"):
+            value, i = self._collection(i + 1, "]" if c == "[" else "}")
+            return tagged_collection(tag, value), i
         if c in ('"', "'"):
             end = quoted_end(self.text[i:])
             if end == -1:
                 raise YamlError("unterminated quoted scalar")
-            return unquote_line(self.text[i : i + end]), i + end
+            text = unquote_line(self.text[i : i + end])
+            return (tagged_scalar(tag, text) if tag else text), i + end
         m = re.compile(r"(?:[^,\[\]{}:#]|:(?![ \t,\[\]{}]|\Z)|(?<![ \t])#)*").match(self.text, i)
         assert m is not None
         raw = m[0].strip(" \t")
         unsupported(raw)
-        return resolve_plain(raw), m.end()
+        return (tagged_scalar(tag, raw) if tag else resolve_plain(raw)), m.end()
 
     def _collection(self, i: int, close: str) -> tuple[Any, int]:
         items: list[Any] = []
@@ -233,3 +244,126 @@ class FlowReader:
                 i += 1
             elif self.text[i : i + 1] != close:
                 raise YamlError("expected , or a closing bracket in a flow collection")
+
+
+# --- node properties: anchors, aliases, tags ------------------------------------------------------------------------
+
+CORE_TAG = "tag:yaml.org,2002:"
+MAX_ALIAS_USES = 100
+"""Uses of one anchor, as the `yaml` package's `maxAliasCount`: more is taken for a resource-exhaustion attack."""
+MAX_EXPANDED_NODES = 10_000
+"""Nodes the document may hold once every alias is expanded (a billion laughs stays small until it is encoded)."""
+_SCALAR_TAGS = frozenset({"null", "bool", "int", "float"})
+_UNSUPPORTED_TAGS = frozenset({"binary", "timestamp", "set", "omap", "pairs", "merge", "value", "yaml"})
+
+
+def node_props(text: str, *, flow: bool = False) -> tuple[str | None, str | None, str]:
+    """The `&anchor` and `!tag` leading a node (in either order) and the text after them. A tag comes back
+    resolved: `!!int` as `tag:yaml.org,2002:int`, `!<…>` verbatim, `!` and local `!name` as written."""
+    anchor: str | None = None
+    tag: str | None = None
+    stop = r"[^\s,\[\]{}]*" if flow else r"\S*"
+    while text[:1] in ("&", "!"):
+        if text.startswith("!<"):
+            end = text.find(">")
+            if end == -1:
+                raise YamlError("unterminated verbatim tag")
+            token, resolved = text[: end + 1], text[2:end]
+        else:
+            token = re.match("[&!]" + stop, text)[0]  # pyright: ignore[reportOptionalSubscript]
+            resolved = token
+        if token[0] == "&":
+            if anchor is not None or len(token) == 1:
+                raise YamlError(f"bad anchor {token!r}")
+            anchor = token[1:]
+        else:
+            if tag is not None:
+                raise YamlError("a node may have one tag")
+            if resolved.startswith("!!"):
+                resolved = CORE_TAG + resolved[2:]
+            elif re.match(r"![\w-]*!", resolved):
+                raise YamlError(f"tag handle in {token!r} has no %TAG directive")
+            tag = resolved
+        text = text[len(token) :].lstrip(" \t")
+    return anchor, tag, text
+
+
+def alias_name(text: str, *, flow: bool = False) -> tuple[str, str]:
+    """`(name, rest)` of an alias `*name` at the start of `text`."""
+    name = re.match(r"\*([^\s,\[\]{}]*)" if flow else r"\*(\S*)", text)[1]  # pyright: ignore[reportOptionalSubscript]
+    if not name:
+        raise YamlError("an alias needs a name")
+    return name, text[len(name) + 1 :]
+
+
+def tagged_scalar(tag: str, text: str) -> Any:
+    """A scalar's value under an explicit tag, from its source text, as the `yaml` package's core schema: `!!str`
+    and `!` keep the text; `!!int`, `!!float`, `!!bool`, `!!null` take it when it has that form (quoted or not),
+    else keep the text (the package warns "Unresolved tag"), as they do for a local or unknown tag."""
+    if not tag.startswith(CORE_TAG):
+        return text
+    name = tag.removeprefix(CORE_TAG)
+    if name in _UNSUPPORTED_TAGS or name in ("map", "seq"):
+        raise YamlError(f"unsupported tag !!{name} on a scalar")
+    if name not in _SCALAR_TAGS:
+        return text
+    value = resolve_plain(text)
+    fits = {
+        "null": value is None,
+        "bool": isinstance(value, bool),
+        "int": isinstance(value, int) and not isinstance(value, bool),
+        "float": isinstance(value, float),
+    }[name]
+    return value if fits else text
+
+
+def tagged_collection(tag: str | None, value: Any) -> Any:
+    """A mapping or sequence under an explicit tag: `!!map` and `!!seq` must match it; local and unknown tags leave
+    it as it is (the package warns); other core tags are refused."""
+    if tag is None or not tag.startswith(CORE_TAG):
+        return value
+    name = tag.removeprefix(CORE_TAG)
+    if (name == "map" and isinstance(value, dict)) or (name == "seq" and isinstance(value, list)):
+        return value  # pyright: ignore[reportUnknownVariableType]
+    raise YamlError(f"tag !!{name} does not fit a {'mapping' if isinstance(value, dict) else 'sequence'}")
+
+
+class Anchors:
+    """The anchors of one document, and the uses of each (aliases share the anchored value; see `expanded_size`)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.uses: dict[str, int] = {}
+
+    def define(self, name: str | None, value: Any) -> Any:
+        if name is not None:
+            self.values[name] = value
+            self.uses[name] = 0
+        return value
+
+    def resolve(self, name: str) -> Any:
+        if name not in self.values:
+            raise YamlError(f"unresolved alias *{name} (the anchor must be set before the alias)")
+        self.uses[name] += 1
+        if self.uses[name] > MAX_ALIAS_USES:
+            raise YamlError(f"alias *{name} is used more than {MAX_ALIAS_USES} times")
+        return self.values[name]
+
+
+def check_expanded_size(value: Any) -> None:
+    """Refuse a document whose aliases expand past `MAX_EXPANDED_NODES` (counted once per shared value)."""
+    sizes: dict[int, int] = {}
+
+    def size(item: Any) -> int:
+        if not isinstance(item, dict | list):
+            return 1
+        if id(item) in sizes:  # pyright: ignore[reportUnknownArgumentType]
+            return sizes[id(item)]  # pyright: ignore[reportUnknownArgumentType]
+        children = item.values() if isinstance(item, dict) else item  # pyright: ignore[reportUnknownVariableType]
+        total = 1 + sum(size(child) for child in children)  # pyright: ignore[reportUnknownVariableType]
+        sizes[id(item)] = total  # pyright: ignore[reportUnknownArgumentType]
+        if total > MAX_EXPANDED_NODES:
+            raise YamlError(f"the frontmatter expands to more than {MAX_EXPANDED_NODES} values through its aliases")
+        return total
+
+    size(value)

@@ -61,7 +61,7 @@ A signed document on this server's embedded hypermedia node.
 - `?v=<version>` reads an older version; `#<block>` one block; `#<block>[start:end]` part of its text (code-point offsets).
 - `hm://<author>/<tsid>` reads a comment.
 - Views: `/:directory` (child documents, in path order, a page of at most `options.limit` — 1 to 500, default 100 — with `totalDocuments`, and `nextCursor` while more remain: pass it as `options.cursor`), `/:attributes` (metadata only), `/:profile` (an account's profile), `/:comments` (the document's comments, oldest first, paged the same way, with `totalComments`).
-- Options other than the `cursor` and `limit` of `/:directory` and `/:comments` are refused.
+- `options.fresh: true` first asks the configured Seed servers for the document (a document this node lacks is always asked for); what they send is verified before it is stored, and the result's `pulled` says what came. Other options than the `cursor` and `limit` of `/:directory` and `/:comments` are refused.
 - Every result carries `requestedId` as asked, the canonical `id` and the `version` read; after a redirect, also `redirectedFrom`.""",  # noqa: E501
     write=write_document,
     write_options=WRITE_OPTIONS,
@@ -81,7 +81,7 @@ Publishes signed hypermedia (canonical DAG-CBOR blobs, Ed25519) on this server's
 - `fork`: copies `options.fromUrl` (an hm:// document, optionally `?v=`) to the address, which must be free; name and metadata rename the copy.
 - `profile.update` (address `hm://<account>`): republishes the account's profile from options name, metadata or input ({name, avatar, description}).
 move, redirect, delete, fork and profile.update take no `content`. `options.fromPath` (a markdown file in ~/memory, with only `signer` beside it) publishes that file, creating or updating the document. Every `hm://` link in the content is checked before anything is signed; `skipLinkCheck: true` allows links to what is not published yet. Unknown option keys are refused by name: extra command fields go in `options.input`, never as loose keys.
-`dryRun: true` runs every check and builds every blob, then stores nothing. Result: {action, id, version?, name?, signer, dryRun, blobs} and the action's own fields.""",  # noqa: E501
+`dryRun: true` runs every check and builds every blob, then stores nothing. Result: {action, id, version?, name?, signer, dryRun, blobs, push?} and the action's own fields; `push` (with `[[hypermedia.servers]]` configured) gives per server what was queued and is pending — the push runs in the background.""",  # noqa: E501
     resources=(
         ResourceForm(
             "hypermedia",

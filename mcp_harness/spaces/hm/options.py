@@ -17,7 +17,8 @@ ACTION_OPTIONS: dict[str, tuple[str, ...]] = {
 FROM_PATH_OPTIONS = ("fromPath", "signer")
 """A write publishing a memory file (`options.fromPath`) takes only these."""
 WRITE_OPTIONS = tuple(dict.fromkeys(key for keys in (*ACTION_OPTIONS.values(), FROM_PATH_OPTIONS) for key in keys))
-READ_OPTIONS = ("cursor", "limit")
-"""A read takes options only for the pages of the `/:directory` and `/:comments` views."""
+READ_OPTIONS = ("cursor", "limit", "fresh")
+"""A read takes options for the pages of the `/:directory` and `/:comments` views, and `fresh` (ask the configured
+Seed servers for a newer version first)."""
 DIRECTORY_PAGE = 100
 MAX_DIRECTORY_PAGE = 500

@@ -38,6 +38,10 @@ def read_hm(ctx: VerbContext, text: str, fmt: str, options: dict[str, Any] | Non
     if view is not None and view not in VIEWS:
         raise BadRequest(f"Unknown view {view!r}. Supported views: {', '.join('/' + v for v in VIEWS)}.")
     path = "".join(f"/{s}" for s in segments)
+    options = dict(options or {})
+    fresh = options.pop("fresh", False)
+    if not isinstance(fresh, bool):
+        raise BadRequest("read hm:// option fresh must be a boolean: true asks the configured Seed servers first.")
     if options and view not in (":directory", ":comments"):
         keys = ", ".join(sorted(options))
         raise BadRequest(
@@ -49,8 +53,11 @@ def read_hm(ctx: VerbContext, text: str, fmt: str, options: dict[str, Any] | Non
         comment = node.find_comment(requested.uid, segments[0])
         if comment is not None:
             return _comment(node, comment, text, fmt)
+    pulled = _pull(ctx, node, requested.uid, path, fresh)
     document = node.document(requested.uid, path, requested.version)
     base: dict[str, Any] = {"requestedId": text, "id": document.id, "version": document.version, "name": document.name}
+    if pulled is not None:
+        base["pulled"] = pulled
     if document.id != hm_url(requested.uid, path):
         base["redirectedFrom"] = hm_url(requested.uid, path)
     if view == ":attributes":
@@ -66,6 +73,24 @@ def read_hm(ctx: VerbContext, text: str, fmt: str, options: dict[str, Any] | Non
     if view == ":comments":
         return _comments(node, document, base, fmt, options or {})
     return _document(node, document, requested, base, fmt)
+
+
+def _pull(ctx: VerbContext, node: Node, space: str, path: str, fresh: bool) -> dict[str, Any] | None:
+    """Fetch the document (and its comments) from the `[[hypermedia.servers]]` when this node lacks it or the read
+    asks `fresh`; every blob verified before it is stored (hypermedia/sync/pull.py). A fresh read of a document held
+    here still answers from here when no server can be reached, saying why."""
+    servers = ctx.services.settings.hypermedia.servers
+    held = node.ref(space, path) is not None
+    if not servers or (held and not fresh):
+        return None
+    from mcp_harness.hypermedia.sync import sync_for
+
+    try:
+        return sync_for(ctx.services).puller.pull(space, path).to_json()
+    except NotFound as missing:
+        if not held:
+            raise
+        return {"target": hm_url(space, path), "server": None, "errors": [missing.message]}
 
 
 def _document(node: Node, document: Document, requested: HmId, base: dict[str, Any], fmt: str) -> VerbResult:

@@ -106,7 +106,21 @@ def _write_hm(ctx: VerbContext, text: str, content: object, options: dict[str, A
         node.publish(published)
         if action == "profile.update":
             relabel_identity(ctx, target.signer.account_id, data["name"])
+        if published and ctx.services.settings.hypermedia.servers:
+            _say_push(ctx, published, data)
     return VerbResult.of(data)
+
+
+def _say_push(ctx: VerbContext, published: list[Blob], data: dict[str, Any]) -> None:
+    """The result's `push`: per configured Seed server, what this write queued and what is still pending (the push
+    runs in the background once the write commits: publishing never waits on the network)."""
+    from mcp_harness.hypermedia.sync.push import write_push_status
+
+    data["push"] = status = write_push_status(ctx.services.db, ctx.services.settings.hypermedia.servers, published)
+    queued = [s for s in status if s.get("queued")]
+    if queued:
+        where = ", ".join(f"{s['queued']} to {s['server']}" for s in queued)
+        data["summary"] += f" Push queued ({where}); it runs in the background (`mcp-harness hm status`)."
 
 
 def _signer(ctx: VerbContext, space: str, path: str, wanted: object, mode: str = "write") -> KeyPair:
