@@ -281,6 +281,16 @@ class StoreSettings(BaseModel):
     """How long events and journals are kept (an age), how large the log may grow (a size), both, or "forever"."""
     keep_last: int = Field(default=200, ge=1)
     """Events every session keeps whatever their age or the size (what `read thread:<id>` shows)."""
+    url: str | None = None
+    """A PostgreSQL database (`postgresql://user:password@host/db`) to keep the store in instead of the SQLite file
+    in the data dir: the groundwork of docs/postgres.md; `serve` does not use it yet."""
+
+    @field_validator("url")
+    @classmethod
+    def _url_form(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError(f"{json_text(value)} is not a PostgreSQL URL: give postgresql://user:password@host/db")
+        return value
 
     @field_validator("retain", mode="before")
     @classmethod

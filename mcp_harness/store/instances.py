@@ -152,7 +152,7 @@ def not_in(column: str, ids: Collection[str]) -> tuple[str, list[str]]:
     """A SQL condition (and its arguments) true where `column` names none of `ids` (NULL included)."""
     listed = sorted(ids)
     if not listed:
-        return "1", []
+        return "1 = 1", []  # a comparison, not `1`: PostgreSQL's WHERE takes only booleans
     return f"({column} IS NULL OR {column} NOT IN ({', '.join('?' for _ in listed)}))", listed
 
 

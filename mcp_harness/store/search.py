@@ -14,6 +14,10 @@ that wrote them and reach the index in the same commit as their events, or not a
 
 A query shorter than three characters has no trigram to look up: it falls back to the reference's bounded scan of the
 newest sessions and messages, which is what it always was.
+
+On PostgreSQL (docs/postgres.md) the same rule runs on pg_trgm: the tables have a GIN trigram index and the query is
+`ILIKE` with the user's text escaped, which the index answers the way FTS5's trigram `MATCH` does; rows are written
+directly (no index segments to spare), so `staged` stages nothing there.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 import cbor2
 
 from mcp_harness.store.batch import insert_rows
+from mcp_harness.store.dialect import backend
 
 SNIPPET_CONTEXT = 80
 MIN_INDEXED_QUERY = 3
@@ -70,7 +75,8 @@ def index(conn: sqlite3.Connection, rows: Sequence[tuple[str, str]]) -> None:
     """Index `(text, session_id)` rows in one statement (`store/batch.py` says why not one per row); inside
     `staged`, into its temp table."""
     if rows:
-        table = "temp.message_search_staged" if conn in _STAGING else "message_search"
+        staging = conn in _STAGING and backend(conn) == "sqlite"
+        table = "temp.message_search_staged" if staging else "message_search"
         insert_rows(conn, f"INSERT INTO {table} (content, session_id) VALUES", "(?, ?)", rows)
 
 
@@ -84,6 +90,9 @@ def staged(conn: sqlite3.Connection) -> Iterator[None]:
     """Inside the caller's open transaction: message index rows written meanwhile are staged, then indexed in one
     statement when the block ends normally (see the module). On an exception nothing is indexed: the transaction
     is rolling back, staged rows with it."""
+    if backend(conn) == "postgres":
+        yield
+        return
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS message_search_staged (content TEXT NOT NULL, session_id TEXT)")
     _STAGING.add(conn)
     try:
@@ -132,6 +141,15 @@ def _phrase(query: str) -> str:
     return '"' + query.replace('"', '""') + '"'
 
 
+def _contains(conn: sqlite3.Connection, table: str, column: str, query: str) -> tuple[str, str]:
+    """The condition (and its argument) that `column` of `table` holds `query` as a substring, answered by the
+    trigram index of either backend."""
+    if backend(conn) == "postgres":
+        escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return f"{column} ILIKE ? ESCAPE '\\'", f"%{escaped}%"
+    return f"{table} MATCH ?", _phrase(query)
+
+
 def _scope(agent_id: str | None) -> tuple[str, list[Any]]:
     return (" AND s.agent_id = ?", [agent_id]) if agent_id else ("", [])
 
@@ -147,10 +165,11 @@ def title_matches(conn: sqlite3.Connection, account_id: str, query: str, agent_i
         ).fetchall()
         hits = [r[0] for r in rows if query in (r[1] or "").lower() or query in (r[2] or "").lower()]
         return hits[:limit]
+    condition, pattern = _contains(conn, "title_search", "t.text", query)
     rows = conn.execute(
         "SELECT s.id FROM title_search t JOIN sessions s ON s.id = t.session_id "
-        f"WHERE title_search MATCH ? AND s.account_id = ?{where} ORDER BY s.updated_at DESC, s.id LIMIT ?",
-        [_phrase(query), account_id, *args, limit],
+        f"WHERE {condition} AND s.account_id = ?{where} ORDER BY s.updated_at DESC, s.id LIMIT ?",
+        [pattern, account_id, *args, limit],
     ).fetchall()
     return [str(r[0]) for r in rows]
 
@@ -171,10 +190,12 @@ def message_matches(
         )
         texts = ((str(r[0]), message_text(cbor2.loads(r[1]))) for r in rows)
     else:
+        condition, pattern = _contains(conn, "message_search", "m.content", query)
+        newest = "m.id" if backend(conn) == "postgres" else "m.rowid"  # insertion order: an identity column there
         rows = conn.execute(
             "SELECT m.session_id, m.content FROM message_search m JOIN sessions s ON s.id = m.session_id "
-            f"WHERE message_search MATCH ? AND s.account_id = ?{where} ORDER BY s.updated_at DESC, m.rowid DESC",
-            [_phrase(query), account_id, *args],
+            f"WHERE {condition} AND s.account_id = ?{where} ORDER BY s.updated_at DESC, {newest} DESC",
+            [pattern, account_id, *args],
         )
         texts = ((str(r[0]), str(r[1])) for r in rows)
     for session_id, text in texts:

@@ -327,7 +327,7 @@ class TriggerStore:
         with self.db.transaction() as conn:
             conn.execute(
                 "UPDATE triggers SET last_fired_at = COALESCE(?, last_fired_at), next_due_at = ?, "
-                "enabled = CASE WHEN ? THEN 0 ELSE enabled END WHERE id = ?",
+                "enabled = CASE WHEN ? = 1 THEN 0 ELSE enabled END WHERE id = ?",  # `= 1`: PostgreSQL wants a boolean
                 (fired_at, next_due_at, int(disable), trigger_id),
             )
 

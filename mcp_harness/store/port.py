@@ -1,0 +1,61 @@
+"""The store port: what the stores need of a database, met by SQLite's `Database` and PostgreSQL's `PgDatabase`.
+
+The stores are typed against `Database` and `sqlite3.Connection` today; these Protocols are what they will be typed
+against instead (docs/postgres.md, "Next"), so either backend passes without a cast. Both classes satisfy them
+structurally — `tests/store/test_pg_port.py` has pyright check it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Cursor(Protocol):
+    """A statement's result: rows readable by index and by column name."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    """The subset of `sqlite3.Connection` the stores use (SQL in SQLite's dialect; `store/dialect.py` maps it)."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor: ...
+
+
+class Store(Protocol):
+    """A migrated database: atomic changes, reads, commit hooks, and a way off the event loop."""
+
+    def transaction(self) -> AbstractContextManager[Connection]: ...
+
+    def reading(self) -> AbstractContextManager[Connection]: ...
+
+    def after_commit(self, fn: Callable[[], None]) -> None: ...
+
+    def on_every_commit(self, fn: Callable[[], None]) -> Callable[[], None]: ...
+
+    def data_version(self) -> int: ...
+
+    def run(self, fn: Callable[[Any], T], /) -> T: ...
+
+    async def call(self, fn: Callable[[Any], T], /) -> T: ...
+
+    def close(self) -> None: ...
+
+
+__all__ = ["Connection", "Cursor", "Store"]
