@@ -46,6 +46,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/delegate.py
 	$(BIN)/python bench/hypermedia.py
 	$(BIN)/python bench/tokens.py
+	$(BIN)/python bench/upstream.py
 	$(BIN)/python bench/memory_listing.py
 	$(BIN)/python bench/webread.py
 	$(BIN)/python bench/scale.py

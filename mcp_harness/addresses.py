@@ -26,6 +26,7 @@ AddressKind = Literal[
     "ipfs",
     "hm",
     "web",
+    "mcp",
 ]
 
 
@@ -88,6 +89,11 @@ def parse_address(text: str) -> Address | None:
         return Address("ipfs", raw, raw=raw)
     if lowered.startswith("hm://"):
         return Address("hm", raw, raw=raw)
+    if lowered.startswith("mcp://"):
+        # `mcp://<server>/<uri>`: a mounted MCP server's resource, its URI as the server spells it (issue 20).
+        body = raw[len("mcp://") :]
+        server, _, uri = body.partition("/")
+        return Address("mcp", f"{server}/{uri}", listing=uri == "", raw=raw)
     if lowered.startswith("https://") or lowered.startswith("http://"):
         # A gateway URL (`https://<host>/ipfs/<cid>`) names content, not a page: it is read (and verified) as IPFS.
         return Address("ipfs" if _GATEWAY_URL.match(raw) else "web", raw, raw=raw)

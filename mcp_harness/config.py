@@ -244,6 +244,8 @@ class McpServerSettings(BaseModel):
     name: str
     command: list[str] | None = None
     env: dict[str, str] = Field(default={})
+    env_secrets: dict[str, str] = Field(default={})
+    """Environment variables whose values are sealed secrets (`mcp-harness secret set NAME`), by secret name."""
     url: str | None = None
     headers: dict[str, str] = Field(default={})
     bearer_secret: str | None = None

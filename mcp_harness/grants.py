@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_harness.callables.registry import BUILTINS, CALLABLE_ALIASES, CALLABLES, CallableGrant, callable_alias
+from mcp_harness.callables.upstream import split_name, tool_name
 from mcp_harness.errors import BadRequest
 
 if TYPE_CHECKING:
@@ -46,8 +47,41 @@ def callable_set(host: Offering, definition: AgentDefinition) -> list[str]:
     return [tool.name for tool in BUILTINS if tool.name in offered and granted(definition, tool.grant)]
 
 
-def may(host: Offering, definition: AgentDefinition, capability: Capability) -> bool:
-    """May this agent do `capability` on this host now? Every gated operation asks this."""
+def upstream_granted(definition: AgentDefinition, name: str) -> bool:
+    """Whether the definition grants upstream tool `mcp__<server>__<tool>`: by its exact name or by the server's
+    wildcard `mcp__<server>__*` (unset `tools` grants every mounted server's tools, as it grants every builtin)."""
+    parts = split_name(name)
+    if parts is None:
+        return False
+    tools = definition.tools
+    return tools is None or name in tools or tool_name(parts[0], "*") in tools
+
+
+def server_granted(definition: AgentDefinition, server: str) -> bool:
+    """Whether any of the server's tools is granted (what reading its resources, `mcp://<server>/…`, needs)."""
+    tools = definition.tools
+    return tools is None or any((parts := split_name(t)) is not None and parts[0] == server for t in tools)
+
+
+def narrowed(parent: Iterable[str] | None, wanted: Iterable[str]) -> list[str]:
+    """The upstream grants of `wanted` that `parent` covers (delegate's `tools` narrows, never widens): an exact
+    name the parent grants exactly or by its server's wildcard, a wildcard the parent holds itself."""
+    held = None if parent is None else set(parent)
+    out: list[str] = []
+    for name in dict.fromkeys(wanted):
+        parts = split_name(name)
+        if parts is None:
+            continue
+        if held is None or name in held or (parts[1] != "*" and tool_name(parts[0], "*") in held):
+            out.append(name)
+    return out
+
+
+def may(host: Offering, definition: AgentDefinition, capability: Capability | str) -> bool:
+    """May this agent do `capability` on this host now? Every gated operation asks this (an `mcp__…` name asks
+    about an upstream tool)."""
+    if split_name(capability) is not None:
+        return upstream_granted(definition, capability)
     if capability == "publish":
         return granted(definition, "publish")
     return capability in callable_set(host, definition)
@@ -70,12 +104,13 @@ def check_grant_names(tools: Iterable[str] | None, authored: Iterable[str] = ())
         return
     authored = sorted(set(authored))
     known = {*CALLABLES, *CALLABLE_ALIASES, *LEGACY_PUBLISH_NAMES, *authored}
-    unknown = [t for t in dict.fromkeys(tools) if t not in known]
+    unknown = [t for t in dict.fromkeys(tools) if t not in known and split_name(t) is None]
     if unknown:
         legacy = sorted({*CALLABLE_ALIASES, *LEGACY_PUBLISH_NAMES} - {"publish"})
         mine = f"; this agent's tools: {', '.join(authored)}" if authored else ""
         noun = "grants" if len(unknown) > 1 else "grant"
         raise BadRequest(
             f"Unknown tool {noun}: {', '.join(unknown)}. Accepted: {', '.join(CALLABLES)}, publish "
-            f"(legacy aliases: {', '.join(legacy)}){mine}."
+            f"(legacy aliases: {', '.join(legacy)}), mcp__<server>__<tool> or mcp__<server>__* for a mounted MCP "
+            f"server's tools{mine}."
         )

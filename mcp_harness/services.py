@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from mcp_harness.callables.upstream import ServerSpec, Upstreams
     from mcp_harness.config import Settings
     from mcp_harness.definition import AgentDefinition
     from mcp_harness.errors import HarnessError
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from mcp_harness.store.runs import RunStore
     from mcp_harness.store.secrets import SecretStore
     from mcp_harness.store.tools import ToolStore
+    from mcp_harness.store.upstream_tools import UpstreamStore
     from mcp_harness.verbs.base import VerbContext, VerbResult
     from mcp_harness.verbs.spec import VerbSpec
     from mcp_harness.web.egress import Egress
@@ -70,6 +72,11 @@ class Hosting(Protocol):
     def web(self) -> Egress: ...
     def sandbox_runtimes(self) -> tuple[str, ...]: ...
     def offered_callables(self) -> frozenset[str]: ...
+    @property
+    def upstream_store(self) -> UpstreamStore: ...
+    @property
+    def upstreams(self) -> Upstreams: ...
+    def mcp_servers(self) -> dict[str, ServerSpec]: ...
 
 
 class Keys(Protocol):

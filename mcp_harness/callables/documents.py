@@ -17,7 +17,8 @@ from mcp_harness.errors import BadRequest
 from mcp_harness.verbs.schema_subset import shape_errors
 from mcp_harness.verbs.spec import VerbSpec
 
-ToolKind = Literal["builtin", "lambda"]
+ToolKind = Literal["builtin", "lambda", "mcp"]
+"""`mcp`: a tool of another MCP server mounted behind `call` (callables/upstream.py)."""
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{1,63}$")
 MAX_DESCRIPTION_BYTES = 16 * 1024
@@ -44,6 +45,8 @@ class ToolDocument:
     source: str | None = None
     runtime: str | None = None
     binding: str | None = None
+    annotations: dict[str, Any] | None = None
+    """An `mcp` tool's MCP annotations (hints, title) as its server declares them."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -53,7 +56,7 @@ class ToolDocument:
             "description": self.description,
             "input": self.input,
         }
-        for key in ("output", "source", "runtime", "binding"):
+        for key in ("output", "source", "runtime", "binding", "annotations"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -71,6 +74,7 @@ class ToolDocument:
             source=data.get("source"),
             runtime=data.get("runtime"),
             binding=data.get("binding"),
+            annotations=data.get("annotations"),
         )
 
     def encode(self) -> bytes:
@@ -103,9 +107,14 @@ def contract_markdown(doc: ToolDocument, cid: str) -> str:
     """`# name`, a version line with the CID, the description, the schemas, and for a lambda its source."""
     version = f"> {doc.kind} tool · version `{cid}`" + (f" · {doc.runtime}" if doc.runtime else "")
     parts = [f"# {doc.name}", "", version, "", doc.description, "", "## Input schema", "```json"]
+    if doc.kind == "mcp" and doc.binding:  # where it runs: `mcp://<server>/<tool>`
+        server, _, tool = doc.binding.removeprefix("mcp://").partition("/")
+        parts[5:5] = ["", f'Tool {tool} of the MCP server {server}, run by call {{tool: "{doc.name}", input}}.']
     parts += [json.dumps(doc.input, indent=2, ensure_ascii=False), "```"]
     if doc.output is not None:
         parts += ["", "## Output schema", "```json", json.dumps(doc.output, indent=2, ensure_ascii=False), "```"]
+    if doc.annotations:
+        parts += ["", "## Annotations", "```json", json.dumps(doc.annotations, indent=2, ensure_ascii=False), "```"]
     if doc.kind == "lambda" and doc.source is not None:
         # The fence names the language the source runs as, so a reader sees what the sandbox will run.
         fence = "python" if doc.runtime == "python" else "typescript"

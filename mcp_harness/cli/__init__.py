@@ -26,6 +26,7 @@ GROUPS = (
     "token",
     "provider",
     "secret",
+    "mcp",
     "identity",
     "hm",
     "config",

@@ -19,6 +19,7 @@ from mcp_harness.callables.catalog import promoted_callables
 from mcp_harness.callables.registry import CALLABLES, callable_alias
 from mcp_harness.definition import AgentDefinition
 from mcp_harness.errors import BadRequest, HarnessError
+from mcp_harness.grants import narrowed
 from mcp_harness.models.wire import Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolSpec
 from mcp_harness.runs import Canceled, Failed, Outcome, Parked, Succeeded
 from mcp_harness.runs.images import with_images
@@ -86,7 +87,8 @@ def effective_agent(agent: AgentRecord, spec: dict[str, Any]) -> AgentRecord:
     if isinstance(spec.get("tools"), list):
         base = definition.tools if definition.tools is not None else list(CALLABLES)
         wanted = {callable_alias(t) for t in spec["tools"]}
-        changes["tools"] = tuple(t for t in base if callable_alias(t) in wanted)
+        kept = [t for t in base if callable_alias(t) in wanted]
+        changes["tools"] = tuple(dict.fromkeys([*kept, *narrowed(definition.tools, spec["tools"])]))
     if not changes:
         return agent
     return dataclasses.replace(agent, definition=dataclasses.replace(definition, **changes))
@@ -409,7 +411,9 @@ class AgentExecutor:
             spec["tools"] = [
                 t
                 for t in spec["tools"]
-                if parent_tools is None or callable_alias(t) in map(callable_alias, parent_tools)
+                if parent_tools is None
+                or callable_alias(t) in map(callable_alias, parent_tools)
+                or narrowed(parent_tools, [t])
             ]
         return spec
 

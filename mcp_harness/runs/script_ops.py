@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from mcp_harness.callables.registry import callable_alias
 from mcp_harness.errors import BadRequest, HarnessError
+from mcp_harness.grants import narrowed
 from mcp_harness.runs.outcomes import INTERRUPTED, Parked
 from mcp_harness.runs.script_journal import TERMINAL, Answer, Execution, Stop, child_result, json_safe, key_json
 from mcp_harness.runs.script_tools import run_tool
@@ -200,7 +201,11 @@ class ScriptOps:
         if isinstance(spec.get("tools"), list):
             parent_tools = ex.agent.definition.tools
             allowed = None if parent_tools is None else {callable_alias(t) for t in parent_tools}
-            spec["tools"] = [t for t in spec["tools"] if allowed is None or callable_alias(t) in allowed]
+            spec["tools"] = [
+                t
+                for t in spec["tools"]
+                if allowed is None or callable_alias(t) in allowed or narrowed(parent_tools, [t])
+            ]
         with h.db.transaction():
             current = h.runs.get(run.id)
             spawned = delegate_verb.spawn_child(

@@ -10,6 +10,7 @@ This package and `resources/` are the only ones that know MCP. Binding rules (DE
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -135,9 +136,15 @@ def tool_result(result: VerbResult, request: Any) -> types.CallToolResult:
 
 
 def _content_block(block: dict[str, Any]) -> types.ContentBlock:
+    return _content_adapter().validate_python(block)
+
+
+@functools.cache
+def _content_adapter() -> Any:
+    """Built once: a TypeAdapter costs a schema build, which every upstream result would otherwise pay (issue 20)."""
     from pydantic import TypeAdapter
 
-    return TypeAdapter(types.ContentBlock).validate_python(block)
+    return TypeAdapter(types.ContentBlock)
 
 
 def error_result(error: HarnessError) -> types.CallToolResult:

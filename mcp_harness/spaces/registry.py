@@ -20,6 +20,7 @@ from mcp_harness.addresses import AddressKind, parse_address
 from mcp_harness.spaces import activity, hm, memory, plan, run, thread, tools, web
 from mcp_harness.spaces import attachment as attachment_space
 from mcp_harness.spaces import ipfs as ipfs_space
+from mcp_harness.spaces import mcp as mcp_space
 from mcp_harness.spaces import self as self_space
 from mcp_harness.spaces import triggers as triggers_space
 from mcp_harness.spaces.space import ResourceForm, Space
@@ -37,6 +38,7 @@ SPACES: tuple[Space, ...] = (
     attachment_space.SPACE,
     ipfs_space.SPACE,
     web.SPACE,
+    mcp_space.SPACE,
 )
 
 

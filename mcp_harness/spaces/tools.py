@@ -8,6 +8,7 @@ module's SPACE, so importing it here would be a cycle.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from mcp_harness.addresses import Address
@@ -66,10 +67,17 @@ def _names_one(address: Address) -> bool:
     return not address.listing
 
 
+def _may_start_servers(address: Address, options: Mapping[str, Any]) -> bool:
+    """The listing and an upstream tool's contract may first list a mounted MCP server's tools (issue 20): the
+    call is then logged on its own, so the wait does not hold the database."""
+    return address.listing or address.rest.startswith("mcp__")
+
+
 SPACE = Space(
     name="tools",
     kinds=("tools",),
     read=read_tools,
+    network_read=_may_start_servers,
     read_form="~/tools/, ~/tools/<name>",
     read_line="""- `~/tools/`: the verbs and the tools you can call; `~/tools/<name>`: one tool's full contract.""",
     read_details="""## `~/tools/` and `~/tools/<name>` (also `harness://tools/<name>`)

@@ -25,6 +25,12 @@ async def call(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     given = arguments.get("input")
     tool_input: dict[str, Any] = given if isinstance(given, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     services = ctx.services
+    if name.startswith("mcp__"):  # a mounted MCP server's tool (issue 20); one it cannot find gets the listing
+        from mcp_harness.callables.upstream_call import call_upstream
+
+        answered = await call_upstream(ctx, name, tool_input)
+        if answered is not None:
+            return answered
     callables = await anyio.to_thread.run_sync(catalog.callable_set, services, ctx.agent.definition)
     target = await anyio.to_thread.run_sync(registry.resolve, services, ctx.agent.id, name, callables)
     if isinstance(target, CallableTool):

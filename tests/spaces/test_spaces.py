@@ -30,6 +30,7 @@ READ_SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "attachment": ("attachment:" + "0" * 64, {}),
     "ipfs": ("ipfs://bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku", {}),
     "web": ("https://example.invalid/", {"raw": True}),  # raw skips the Seed lookup, so nothing is fetched
+    "mcp": ("mcp://nobody/", {}),  # no such server is mounted: refused before any connection
 }
 """An address of each space, and options that keep a refused read off the network."""
 WRITE_SAMPLES = {
@@ -71,7 +72,7 @@ def test_the_supported_lists_are_the_ones_the_refusals_have_always_given() -> No
         "~/memory/<path>, ~/self, ~/tools/, ~/tools/<name>, ~/triggers/, ~/triggers/<name>, thread:, thread:<id>, "
         "run:<id>, harness://plan, "
         "hm://<account>/<path>[?v=…][#block] (views /:directory, /:attributes, /:profile, /:comments), activity:, "
-        "attachment:<id>, ipfs://<cid>, https://… (and the harness:// resource URIs)"
+        "attachment:<id>, ipfs://<cid>, https://…, mcp://<server>/<uri> (and the harness:// resource URIs)"
     )
     assert supported_write_forms() == (
         "~/memory/<path> (with content, or options {delete: true} / {fromUrl} / {fromAttachment}), ~/tools/<name> "
