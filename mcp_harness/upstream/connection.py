@@ -3,7 +3,8 @@
 A supervisor task owns the `Client` context (an SDK client must be entered and left by one task) and calls are made
 from the callers' own tasks. The transport's read stream is watched, so a server that exits is noticed at once, not
 at the next call: the supervisor then reconnects after a backoff (doubling from BACKOFF_S to BACKOFF_MAX_S, reset
-once a connection has stayed up for STABLE_S). A `tools/list_changed` notification re-lists the tools there too.
+once a connection has stayed up for STABLE_S). A `tools/list_changed` notification re-lists the tools there too: sent
+unasked by a handshake-era server, on the `subscriptions/listen` stream held open to a 2026-07-28 one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mcp import Client
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
 
 from mcp_harness.callables.upstream import ServerSpec, UpstreamTool
 from mcp_harness.errors import HarnessError, Upstream
@@ -263,8 +265,21 @@ class Connection:
                         logger.warning("MCP server %s: re-listing its tools failed: %s", self.name, describe(exc))
 
             tg.start_soon(relist)
+            tg.start_soon(self._listen, client)
             await self._ended.wait()
             tg.cancel_scope.cancel()
+
+    async def _listen(self, client: Client) -> None:
+        """A 2026-07-28 server announces a changed tool list only on a `subscriptions/listen` stream: hold one open
+        while connected (a handshake-era server sends the notification unasked; `_on_message` takes that)."""
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _ in events:
+                    self._relist.set()
+        except ListenNotSupportedError:
+            return
+        except Exception as exc:  # a server without the stream still serves calls; refresh re-lists it by hand
+            logger.info("MCP server %s: no subscriptions/listen stream (%s)", self.name, describe(exc))
 
 
 def describe(exc: BaseException) -> str:

@@ -72,7 +72,8 @@ async def grow(name: str, ctx: Context) -> str:
         return text
 
     server.add_tool(grown, name=name, description=f"Grown tool {name}.")
-    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()  # 2026-07-28: on the client's subscriptions/listen stream
+    await ctx.session.send_tool_list_changed()  # the handshake era: a notification sent unasked
     return f"added {name}"
 
 
