@@ -272,10 +272,12 @@ async def _deliver_result(
     )
 
 
-def _may_promote(verb: str, arguments: dict[str, Any]) -> bool:
-    """Only `call` and `read ~/tools/<name>` can touch a callable, so only they can change the promoted set."""
+def _may_promote(verb: str, arguments: dict[str, Any], known: dict[str, VerbSpec] | None = None) -> bool:
+    """Only `call` and `read ~/tools/<name>` can touch a callable, so only they can change the promoted set — and
+    a call that succeeded on a name already promoted (`known`, the set the client was last told) changes nothing:
+    the recount is skipped on the path every repeated call of a promoted tool takes."""
     if verb == "call":
-        return True
+        return known is None or arguments.get("tool") not in known
     address = arguments.get("address")
     return verb == "read" and isinstance(address, str) and address.strip().startswith("~/tools/")
 
@@ -367,7 +369,8 @@ def build_server(
             result, error = answer
         else:
             result, error = await binding.invoke(verb, verb_input, progress=_progress_reporter(ctx))
-        if _may_promote(verb, verb_input) and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        known = binding.promoted if error is None else None
+        if _may_promote(verb, verb_input, known) and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             await state.announce_promotions(ctx, binding)
         if error is not None:
             return error_result(error)
