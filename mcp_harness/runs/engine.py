@@ -328,11 +328,17 @@ class RunEngine:
         """Commit an outcome (and `usage`, see `RunStore.settle`), with the executor's terminal effects in the same
         transaction. Blocking."""
         with self.store.db.transaction() as conn:
-            record, done = self.store.settle_within(
-                conn, run_id, outcome, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms, usage=usage
-            )
-            if done:
-                self._terminal_effects(record)
+            return self._settle_in(conn, run_id, outcome, usage)
+
+    def _settle_in(
+        self, conn: sqlite3.Connection, run_id: str, outcome: Outcome, usage: Mapping[str, Any] | None
+    ) -> tuple[RunRecord, bool]:
+        """`_settle` in the caller's open transaction, without a savepoint of its own."""
+        record, done = self.store.settle_within(
+            conn, run_id, outcome, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms, usage=usage
+        )
+        if done:
+            self._terminal_effects(record)
         return record, done
 
     def _terminal_effects(self, record: RunRecord) -> None:
@@ -368,7 +374,12 @@ class RunEngine:
             return None
         if slot.scope.cancel_called:
             outcome = Canceled()
-        record, done = self._settle(run_id, outcome, usage)
+        with self.store.db.reading() as conn:
+            # In the caller's transaction no savepoint of its own: a failure here fails the caller's whole write.
+            if conn.in_transaction:
+                record, done = self._settle_in(conn, run_id, outcome, usage)
+            else:
+                record, done = self._settle(run_id, outcome, usage)
 
         def committed() -> None:
             slot.settled = (record, done)

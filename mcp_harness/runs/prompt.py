@@ -87,6 +87,11 @@ def system_prompt(host: PromptHost, agent: AgentRecord, base_prompt: str) -> str
     return f"{prompt}\n\n{identities}" if identities else prompt
 
 
+_EMBED_FREE: dict[int, tuple[dict[str, Any], ...]] = {}
+"""Prompt block tuples known to embed nothing, by identity (held, so an id is never reused while listed): a cached
+agent record hands every run the same tuple, and a wide fan-out would parse it once per child to find no embed."""
+
+
 def _with_embeds(host: PromptHost, agent: AgentRecord, base_prompt: str) -> str:
     """The agent's own prompt with its embedded hypermedia documents inlined, two levels deep (HARNESS §2): a prompt
     can embed a shared style guide and stay current with it. A child's replacement prompt is used as given."""
@@ -95,8 +100,15 @@ def _with_embeds(host: PromptHost, agent: AgentRecord, base_prompt: str) -> str:
         return base_prompt
     from mcp_harness.hypermedia.blocks import tree_from_json, walk
 
-    tree = tree_from_json(list(definition.prompt_blocks))
+    blocks = definition.prompt_blocks
+    known = _EMBED_FREE.get(id(blocks))
+    if known is not None and known is blocks:
+        return base_prompt
+    tree = tree_from_json(list(blocks))
     if not any(node.block.type == "Embed" and node.block.link for _, node in walk(tree)):
+        if len(_EMBED_FREE) >= 64:
+            _EMBED_FREE.clear()
+        _EMBED_FREE[id(blocks)] = blocks
         return base_prompt
     from mcp_harness.hypermedia.markdown import render_markdown
     from mcp_harness.spaces.hm.read import resolve_embeds

@@ -19,6 +19,7 @@ import anyio.to_thread
 from mcp_harness.errors import StorageError
 from mcp_harness.store import instances
 from mcp_harness.store._util import new_id
+from mcp_harness.store.checkpoint import BACKSTOP_PAGES, Checkpointer
 
 T = TypeVar("T")
 
@@ -39,6 +40,8 @@ class Database:
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=10000")
+            # Checkpoints run beside the writer (`store/checkpoint.py`); SQLite's own, in the commit, is a backstop.
+            self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
         except sqlite3.DatabaseError as exc:
             raise StorageError(
                 f"Cannot open the database at {path}: {exc}. Check the file or pick another --data-dir."
@@ -47,6 +50,7 @@ class Database:
         self._depth = 0
         self._after_commit: list[tuple[int, Callable[[], None]]] = []
         self._commit_listeners: list[Callable[[], None]] = []
+        self._checkpointer = Checkpointer(path)
         with self._lock:
             migrate(self._conn)
         self.instance_id = new_id()
@@ -88,6 +92,7 @@ class Database:
                     conn.execute("ROLLBACK")
                 self._after_commit = []
                 raise
+            self._checkpointer.committed()
             callbacks, self._after_commit = self._after_commit, []
             for _, fn in callbacks:
                 fn()
@@ -135,6 +140,7 @@ class Database:
         return await anyio.to_thread.run_sync(self.run, fn)
 
     def close(self) -> None:
+        self._checkpointer.close()
         with self._lock:
             # Calls still open are nobody's now: the next boot answers them, as after a crash.
             try:

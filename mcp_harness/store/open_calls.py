@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_harness.store import instances
+from mcp_harness.store.batch import CHUNK
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,9 @@ def track(
         elif payload["type"] == "tool_call" and payload["id"] in results:
             answered_later.add((i, payload["id"]))
     touched = False
+    opened: list[tuple[Any, ...]] = []
+    """Consecutive calls, inserted in one statement (a reply's ten delegate calls: one, not ten) before whatever
+    follows them, so rows change in log order."""
     for i, (payload, actor, seq) in enumerate(appended):
         if payload["type"] == "tool_call":
             call_id = payload["id"]
@@ -52,18 +56,29 @@ def track(
             if not touched:
                 instances.touch(conn, [instance])
                 touched = True
-            # A repeated call id keeps its first place in the log, as a transcript replay orders it.
-            conn.execute(
-                "INSERT INTO open_calls (session_id, call_id, seq, name, actor, instance_id, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id, call_id) DO UPDATE SET name = excluded.name, "
-                "actor = excluded.actor, instance_id = excluded.instance_id",
-                (session_id, call_id, seq, str(payload.get("name") or ""), actor, instance, ts),
-            )
+            opened.append((session_id, call_id, seq, str(payload.get("name") or ""), actor, instance, ts))
         elif payload["type"] == "tool_result":
+            _insert(conn, opened)
+            opened = []
             conn.execute(
                 "DELETE FROM open_calls WHERE session_id = ? AND call_id = ?",
                 (session_id, str(payload.get("toolCallId") or "")),
             )
+    _insert(conn, opened)
+
+
+def _insert(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    # A repeated call id keeps its first place in the log, as a transcript replay orders it (a row repeated within
+    # one statement meets the conflict clause as it would in a statement of its own).
+    for start in range(0, len(rows), CHUNK):
+        part = rows[start : start + CHUNK]
+        conn.execute(
+            "INSERT INTO open_calls (session_id, call_id, seq, name, actor, instance_id, created_at) VALUES "
+            + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(part))
+            + " ON CONFLICT(session_id, call_id) DO UPDATE SET name = excluded.name, actor = excluded.actor, "
+            "instance_id = excluded.instance_id",
+            [value for row in part for value in row],
+        )
 
 
 def _open(row: sqlite3.Row) -> OpenCall:

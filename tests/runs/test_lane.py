@@ -1,0 +1,165 @@
+"""The engine's store lane: calls that queue up commit together, a failing one rolls back alone, answers come after
+the commit, `first` goes ahead, and a cancelled caller's call runs only if the lane had already taken it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+from anyio import wait_all_tasks_blocked
+
+from mcp_harness.runs import lane as lane_module
+from mcp_harness.runs.lane import StoreLane
+from mcp_harness.store.db import Database
+
+
+@dataclass
+class _Store:
+    db: Database
+
+
+def _lane(db: Database) -> StoreLane:
+    with db.transaction() as conn:
+        conn.execute("CREATE TABLE lane_test (x TEXT)")
+    return StoreLane(_Store(db))
+
+
+def _insert(db: Database, x: str, fail: bool = False) -> str:
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO lane_test (x) VALUES (?)", (x,))
+        if fail:
+            raise ValueError(f"{x} failed")
+    return x
+
+
+def _rows(db: Database) -> list[str]:
+    with db.reading() as conn:
+        return [r[0] for r in conn.execute("SELECT x FROM lane_test ORDER BY rowid")]
+
+
+class _Gate:
+    """A lane call that holds the lane's thread until opened, so the calls behind it queue up."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+
+    def __call__(self) -> str:
+        self.entered.set()
+        self.opened.wait(30)
+        return "gate"
+
+    async def held(self) -> None:
+        await anyio.to_thread.run_sync(self.entered.wait, 30)
+
+
+@pytest.mark.anyio
+async def test_queued_calls_commit_once_and_a_failing_one_rolls_back_alone(db: Database) -> None:
+    lane = _lane(db)
+    commits: list[int] = []
+    db.on_every_commit(lambda: commits.append(1))
+    gate = _Gate()
+    results: dict[str, Any] = {}
+
+    async def submit(name: str, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            results[name] = await lane.call(fn, *args)
+        except ValueError as exc:
+            results[name] = exc
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(submit, "gate", gate)
+        await gate.held()
+        tg.start_soon(submit, "a", _insert, db, "a")
+        await wait_all_tasks_blocked()
+        tg.start_soon(submit, "b", _insert, db, "b", True)
+        await wait_all_tasks_blocked()
+        tg.start_soon(submit, "c", _insert, db, "c")
+        await wait_all_tasks_blocked()
+        commits.clear()
+        gate.opened.set()
+
+    assert results["a"] == "a" and results["c"] == "c"
+    assert isinstance(results["b"], ValueError) and str(results["b"]) == "b failed"
+    assert _rows(db) == ["a", "c"]
+    assert commits == [1]  # the three queued calls shared one commit
+
+
+@pytest.mark.anyio
+async def test_an_answer_comes_after_its_commit(db: Database) -> None:
+    lane = _lane(db)
+    committed: list[str] = []
+
+    def write() -> bool:
+        with db.transaction():
+            _insert(db, "x")
+            db.after_commit(lambda: committed.append("x"))
+        return True
+
+    assert await lane.call(write)
+    assert committed == ["x"] and _rows(db) == ["x"]
+
+
+@pytest.mark.anyio
+async def test_first_goes_ahead_of_the_calls_still_waiting(db: Database) -> None:
+    lane = _lane(db)
+    gate = _Gate()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lane.call, gate)
+        await gate.held()
+        for x in ("a", "b"):
+            tg.start_soon(lane.call, _insert, db, x)
+            await wait_all_tasks_blocked()
+        tg.start_soon(lambda: lane.call(_insert, db, "first", first=True))
+        await wait_all_tasks_blocked()
+        gate.opened.set()
+    assert _rows(db) == ["first", "a", "b"]
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_call_runs_only_if_the_lane_had_taken_it(db: Database) -> None:
+    lane = _lane(db)
+    gate = _Gate()
+    outcomes: dict[str, str] = {}
+
+    async def submit(name: str, fn: Callable[..., Any], scope: anyio.CancelScope) -> None:
+        with scope:
+            await lane.call(fn)
+            outcomes[name] = "answered"
+            return
+        outcomes[name] = "cancelled"
+
+    held, waiting = anyio.CancelScope(), anyio.CancelScope()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(submit, "held", gate, held)
+        await gate.held()
+        tg.start_soon(submit, "waiting", lambda: _insert(db, "never"), waiting)
+        await wait_all_tasks_blocked()
+        waiting.cancel()  # not taken yet: it leaves the queue and never runs
+        held.cancel()  # taken: it runs to its end, and its caller sees the cancellation after
+        await wait_all_tasks_blocked()
+        assert "held" not in outcomes  # still waiting for the gate, shielded
+        gate.opened.set()
+    assert outcomes == {"held": "cancelled", "waiting": "cancelled"}
+    assert _rows(db) == []
+    assert await lane.call(_insert, db, "after") == "after"  # the lane goes on
+
+
+@pytest.mark.anyio
+async def test_the_lanes_thread_ends_when_idle_and_a_later_call_starts_another(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lane_module, "IDLE_S", 0.0)
+    lane = _lane(db)
+    assert await lane.call(_insert, db, "one") == "one"
+    first = lane._thread  # pyright: ignore[reportPrivateUsage]
+    if first is not None:
+        await anyio.to_thread.run_sync(first.join, 30)
+    assert lane._thread is None  # pyright: ignore[reportPrivateUsage]
+    assert await lane.call(_insert, db, "two") == "two"
+    assert _rows(db) == ["one", "two"]
