@@ -61,7 +61,7 @@ def _servers(harness: Any, only: str | None) -> list[Any]:
 
 
 def _push(args: argparse.Namespace, out: Any) -> int:
-    from mcp_harness.hypermedia.sync.collect import document_items
+    from mcp_harness.hypermedia.sync.collect import document_items, retry_refused
 
     with opened(args) as harness:
         servers = _servers(harness, args.server)
@@ -71,7 +71,7 @@ def _push(args: argparse.Namespace, out: Any) -> int:
             space, path = _address(args.document)
             queued = sync.queue.enqueue([s.url for s in servers], document_items(harness.db, space, path))
         for server in servers:
-            sync.queue.retry_refused(server.url)
+            retry_refused(harness.db, server.url)  # each set-aside blob goes back with what vouches for it
         reports = [r for s in servers for r in sync.pusher.push_once(force=True, server=s.url)]
         backlog = {b.server: b for b in sync.queue.backlog()}
         rows = []

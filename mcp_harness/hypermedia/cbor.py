@@ -34,6 +34,9 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _CID_TAG = 42
 _MAX_DEPTH = 256  # deep enough for any document we build; stops hostile input from exhausting the stack
 _FLOAT64 = struct.Struct(">d")
+CONTAINER_COST = 8
+"""What a map or array costs of a decode budget (a scalar costs 1)."""
+_BUDGET_FLOOR = 4096
 
 _MAJOR_UNSIGNED = 0
 _MAJOR_NEGATIVE = 1
@@ -66,8 +69,19 @@ def encode(value: object) -> bytes:
     return bytes(out)
 
 
-def decode(data: bytes) -> object:
+def budget_for(size: int) -> int:
+    """The allocation budget (`decode`'s `budget`) for `size` bytes from elsewhere: twice the bytes, at least
+    `_BUDGET_FLOOR`. Real blobs spend well under one unit per byte (keys and text take several bytes each); a
+    body of nothing but empty maps or arrays, which costs ~70 bytes of Python per byte of CBOR, runs out."""
+    return max(_BUDGET_FLOOR, 2 * size)
+
+
+def decode(data: bytes, *, budget: int | None = None) -> object:
     """Decode one DAG-CBOR value that spans all of `data`.
+
+    `budget` bounds what decoding may allocate, for bytes from elsewhere: each scalar costs 1 and each map or array
+    `CONTAINER_COST` (an empty Python dict or list is far bigger than the one byte that makes it); past the budget
+    decoding stops with a ValueError. None (the default, for our own bytes) is unbounded.
 
     Tag 42 becomes a `CID`, maps become `dict`, arrays `list`, byte strings `bytes`. It is as strict as
     `@ipld/dag-cbor`'s decoder, so whatever decodes here also decodes there: integers and lengths must be minimal,
@@ -77,7 +91,7 @@ def decode(data: bytes) -> object:
     Raises:
         ValueError: the bytes are not valid DAG-CBOR, with the offset of the first problem.
     """
-    reader = _Reader(bytes(data))
+    reader = _Reader(bytes(data), budget)
     value = reader.value(0)
     if reader.position != len(reader.data):
         raise ValueError(f"DAG-CBOR: {len(reader.data) - reader.position} trailing bytes after the value")
@@ -227,11 +241,24 @@ def _encode_map(out: bytearray, value: dict[object, object], depth: int) -> None
 class _Reader:
     """A cursor over the bytes being decoded."""
 
-    __slots__ = ("data", "position")
+    __slots__ = ("budget", "data", "limit", "position")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, budget: int | None = None) -> None:
         self.data = data
         self.position = 0
+        self.limit = budget
+        self.budget = budget if budget is not None else -1
+
+    def spend(self, cost: int, start: int) -> None:
+        if self.limit is None:
+            return
+        self.budget -= cost
+        if self.budget < 0:
+            raise self.fail(
+                f"holds more maps, arrays and values than {len(self.data)} bytes may (a decode budget of "
+                f"{self.limit}, a container costing {CONTAINER_COST})",
+                start,
+            )
 
     def fail(self, reason: str, at: int | None = None) -> ValueError:
         return ValueError(f"invalid DAG-CBOR at byte {self.position if at is None else at}: {reason}")
@@ -270,6 +297,7 @@ class _Reader:
             raise self.fail(f"nested deeper than {_MAX_DEPTH} levels")
         start = self.position
         major, minor, argument = self.head()
+        self.spend(CONTAINER_COST if major in (_MAJOR_ARRAY, _MAJOR_MAP) else 1, start)
         if major == _MAJOR_UNSIGNED:
             return argument
         if major == _MAJOR_NEGATIVE:
@@ -334,4 +362,4 @@ class _Reader:
         raise self.fail(f"simple value {minor} is not allowed (only false, true, null and 64-bit floats)", start)
 
 
-__all__ = ["MAX_SAFE_INTEGER", "decode", "encode", "from_json"]
+__all__ = ["CONTAINER_COST", "MAX_SAFE_INTEGER", "budget_for", "decode", "encode", "from_json"]

@@ -6,7 +6,12 @@ the batch), then each blob on its own (hash against the CID given, DAG-CBOR stru
 someone other than its space's owner needs a WRITER/AGENT capability from the owner covering its path, in the batch
 itself or already held, as Go's `isValidWriter` demands; a Change signed by someone other than its document's
 creator needs the same for a document the batch's Refs place it in (or a Ref by a writer naming it as a head).
-Comments need nothing: anyone may comment on any document.
+A capability without a WRITER or AGENT role grants nothing. A Ref whose heads are neither in the batch nor held is
+refused: stored, it would make a document this node could read unreadable (a push cut in two, or a server serving a
+newer Ref while withholding its Changes). Comments need nothing: anyone may comment on any document.
+
+Each signed blob is first decoded under an allocation budget (`cbor.budget_for`), so a blob of a few megabytes
+cannot cost hundreds of megabytes of Python objects before it is refused.
 
 Why a Change is judged through Refs: a Change names its genesis, not its space or path; the only statement of where
 it belongs is a Ref. A stranger's Change with no Ref to vouch for it is refused rather than kept dangling.
@@ -19,12 +24,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mcp_harness.errors import BadRequest, TooLarge
-from mcp_harness.hypermedia import blobs
+from mcp_harness.hypermedia import blobs, cbor
 from mcp_harness.hypermedia.blobs import Blob
 from mcp_harness.hypermedia.cbor import decode
 from mcp_harness.hypermedia.cid import CID, DAG_PB, RAW
 from mcp_harness.hypermedia.unixfs import InvalidBlock, verify_block
 from mcp_harness.store.hypermedia import principal_account
+
+WRITE_ROLES = frozenset({"WRITER", "AGENT"})
+"""The Capability roles that let a delegate write (Go's `isValidWriter`); any other, or none, grants nothing."""
 
 
 class WriterIndex(Protocol):
@@ -71,6 +79,10 @@ def verify_items(items: Sequence[tuple[bytes, str | None]], blob_cap: int, reque
                     raise BadRequest(f"{bad}.") from None
                 blocks.append((parsed, bytes(data)))
                 continue
+            try:
+                cbor.decode(data, budget=cbor.budget_for(len(data)))
+            except ValueError as bad:
+                raise BadRequest(f"{bad}.") from None
             verified.append(blobs.verify_blob(data, parsed))
         except BadRequest as error:
             raise BadRequest(f"Blob {label} refused, and nothing of this batch stored: {error.message}") from None
@@ -82,7 +94,7 @@ def check_writers(verified: Sequence[Blob], store: WriterIndex) -> None:
     caps = [
         (b.author, principal_account(b.value["delegate"]), str(b.value.get("path") or ""), b.value.get("role"))
         for b in verified
-        if b.type == "Capability"
+        if b.type == "Capability" and b.value.get("role") in WRITE_ROLES  # a roleless one grants no write
     ]
 
     def allowed(space: str, signer: str, path: str) -> bool:
@@ -94,6 +106,7 @@ def check_writers(verified: Sequence[Blob], store: WriterIndex) -> None:
                 return True
         return store.has_capability(space, signer, path)
 
+    in_batch = {str(b.cid): b for b in verified}
     documents: dict[str, list[tuple[str, str]]] = {}  # genesis → the (space, path) the batch's Refs give it
     endorsed: set[str] = set()  # heads named by a Ref whose signer may write where it points
     for ref in (b for b in verified if b.type == "Ref"):
@@ -106,10 +119,17 @@ def check_writers(verified: Sequence[Blob], store: WriterIndex) -> None:
                 f"{ref.author}, who is not that space's owner and holds no WRITER capability from it covering "
                 f"{path or 'the home document'}; expected the owner's signature or a capability."
             )
+        heads = [str(h) for h in value.get("heads") or ()]
+        missing = [h for h in heads if h not in in_batch and store.data(h) is None]
+        if missing:
+            raise BadRequest(
+                f"Blob {ref.cid} refused, and nothing of this batch stored: a Ref for hm://{space}{path} names the "
+                f"head {missing[0]}, which is neither in this batch nor held here; send the Changes a Ref points at "
+                "with it or before it."
+            )
         if isinstance(value.get("genesisBlob"), CID):
             documents.setdefault(str(value["genesisBlob"]), []).append((space, path))
-        endorsed.update(str(h) for h in value.get("heads") or ())
-    in_batch = {str(b.cid): b for b in verified}
+        endorsed.update(heads)
     for change in (b for b in verified if b.type == "Change" and "genesis" in b.value):
         genesis = str(change.value["genesis"])
         creator = _signer_of(genesis, in_batch, store)
@@ -137,4 +157,4 @@ def _signer_of(cid: str, in_batch: dict[str, Blob], store: WriterIndex) -> str |
     return principal_account(signer) if isinstance(signer, bytes) and len(signer) == 34 else None
 
 
-__all__ = ["Checked", "WriterIndex", "check_writers", "verify_items"]
+__all__ = ["WRITE_ROLES", "Checked", "WriterIndex", "check_writers", "verify_items"]

@@ -41,6 +41,10 @@ CUSTOM_PARAMS: Mapping[str, tuple[str, ...]] = {
 }
 """Keys whose parameters are plain strings, never JSON-parsed (`QUERY_PARAM_SERIALIZERS`): Resource takes
 `id=<packed hm:// id>`, Account `id=<account>`, ListChanges `targetId=<packed hm:// id>`."""
+MAX_PUBLISH_BLOBS = 10_000
+"""Most blobs one PublishBlobs request may carry (as many as one pull fetches)."""
+_ENVELOPE_BUDGET = 64 + MAX_PUBLISH_BLOBS * (cbor.CONTAINER_COST + 8)
+"""A budget for the envelope: the map, its key and array, and per item a map of a few keys and values."""
 _FORM_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789*-._")
 _MAX_SAFE_INTEGER = 2**53 - 1
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a Python str holds surrogates only unpaired
@@ -133,16 +137,28 @@ def parse_publish_blobs(body: bytes) -> list[tuple[bytes, str | None]]:
     """The `(data, cid or None)` pairs of a PublishBlobs body, in order, as `node.ingest` takes them. Other keys
     are ignored (the web app's schema strips them).
 
+    The body is decoded under an allocation budget sized for its shape (at most `MAX_PUBLISH_BLOBS` items of a
+    few fields each), so a hostile envelope of millions of empty maps is refused after a few thousand of them
+    instead of costing hundreds of megabytes first.
+
     Raises:
-        BadRequest: the body is not DAG-CBOR or not `{blobs: [{cid?: string, data: bytes}]}`, naming the item.
+        BadRequest: the body is not DAG-CBOR or not `{blobs: [{cid?: string, data: bytes}]}` (at most
+            `MAX_PUBLISH_BLOBS` items), naming the item.
     """
+    shape = "{blobs: [{cid?: string, data: bytes}]}"
+    if body[:1] and body[0] >> 5 != 5:  # the first byte's major type: a map or nothing
+        raise BadRequest(f"The PublishBlobs body must be a DAG-CBOR map {shape}.")
     try:
-        value = cbor.decode(body)
+        value = cbor.decode(body, budget=_ENVELOPE_BUDGET)
     except ValueError as exc:
-        raise BadRequest(f"The PublishBlobs body is not DAG-CBOR: {exc}.") from None
+        raise BadRequest(
+            f"The PublishBlobs body is not a DAG-CBOR {shape} of at most {MAX_PUBLISH_BLOBS} blobs: {exc}."
+        ) from None
     items = value.get("blobs") if isinstance(value, dict) else None
     if not isinstance(items, list):
-        raise BadRequest("The PublishBlobs body must be a map {blobs: [{cid?: string, data: bytes}]}.")
+        raise BadRequest(f"The PublishBlobs body must be a map {shape}.")
+    if len(items) > MAX_PUBLISH_BLOBS:
+        raise BadRequest(f"The PublishBlobs body holds {len(items)} blobs; at most {MAX_PUBLISH_BLOBS} per request.")
     out: list[tuple[bytes, str | None]] = []
     for index, item in enumerate(items):
         data = item.get("data") if isinstance(item, dict) else None
@@ -280,6 +296,7 @@ def _revive(value: Any, kinds: Any) -> Any:
 
 __all__ = [
     "CUSTOM_PARAMS",
+    "MAX_PUBLISH_BLOBS",
     "PRIMITIVE_KEY",
     "decode_query",
     "encode_query",

@@ -203,6 +203,8 @@ class SeedReads:
                 continue
             if name not in _EVENT_PARAMS:
                 raise BadRequest(f"ListEvents takes {', '.join([*_EVENT_PARAMS, 'order'])}; not {name!r}.")
+            if name == "pageSize" and value is not None:
+                value = _count("ListEvents", name, value)
             if value is not None:
                 mapped[_EVENT_PARAMS[name]] = value
         page = self.node.activity.list_events(**mapped)
@@ -215,9 +217,7 @@ class SeedReads:
         if not isinstance(includes, list) or not includes:
             raise BadRequest('Query takes includes=[{"space": "z6Mk…", "path": "/parent", "mode": "Children"}].')
         limit = params.get("limit")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float) or limit < 0):
-            raise BadRequest(f"Query limit must be a non-negative number; got {limit!r}.")
-        cap = min(int(limit), MAX_QUERY_RESULTS) if limit is not None else MAX_QUERY_RESULTS
+        cap = MAX_QUERY_RESULTS if limit is None else min(_count("Query", "limit", limit), MAX_QUERY_RESULTS)
         results: list[dict[str, Any]] = []
         first: dict[str, Any] | None = None
         for include in includes:
@@ -296,6 +296,18 @@ def dag_json(value: object) -> Any:
     if isinstance(value, list):
         return [dag_json(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
     return value
+
+
+def _count(key: str, name: str, value: object) -> int:
+    """A count parameter (`Query` limit, `ListEvents` pageSize): a whole, finite, non-negative number. JSON's
+    `1e400` parses to infinity and `2.5` is no count; both are refused naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadRequest(f"{key} {name} must be a non-negative whole number; got {value!r}.")
+    if isinstance(value, float) and not value.is_integer():  # also NaN and ±Infinity
+        raise BadRequest(f"{key} {name} must be a finite, non-negative whole number; got {value!r}.")
+    if value < 0:
+        raise BadRequest(f"{key} {name} must be a non-negative whole number; got {value!r}.")
+    return int(value)
 
 
 def _hm_param(params: Mapping[str, Any], name: str) -> HmId:

@@ -5,7 +5,9 @@ written in the same transaction as the publish that made the blobs (`hypermedia/
 so a blob is either stored *and* owed, or neither: a crash between the two cannot lose a push. Delivery deletes the
 rows a server acknowledged; a failure moves the server's due time on (exponential backoff) and keeps the rows, so a
 restart resumes exactly where the last attempt stopped. `seq` is enqueue order: a publish enqueues its genesis and
-Changes before the Ref that points at them, and the worker sends in that order.
+Changes before the Ref that points at them, and the worker sends in that order. `grp` names the enqueue a row came
+with (one publish, one `hm push DOC`): the worker never cuts a group's signed blobs across requests, because a
+receiver judges a writer's Change by the Ref beside it and refuses a Ref whose Changes it lacks.
 
 A server that *refuses* a blob (a 4xx other than auth or rate limiting) would refuse it forever: those rows are set
 aside (`refused` with the reason) rather than retried, and `mcp-harness hm push` puts them back.
@@ -39,6 +41,7 @@ def migrate(conn: sqlite3.Connection) -> None:
             cid TEXT NOT NULL,
             kind TEXT NOT NULL CHECK (kind IN ('blob', 'block')),
             rank INTEGER NOT NULL DEFAULT 0,
+            grp INTEGER NOT NULL DEFAULT 0,
             enqueued_at INTEGER NOT NULL,
             attempts INTEGER NOT NULL DEFAULT 0,
             due_at INTEGER NOT NULL,
@@ -49,6 +52,7 @@ def migrate(conn: sqlite3.Connection) -> None:
         """
     )
     conn.execute("CREATE INDEX hm_push_due ON hm_push_queue (server, due_at, seq) WHERE refused IS NULL")
+    conn.execute("CREATE INDEX hm_push_group ON hm_push_queue (server, grp) WHERE refused IS NULL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,7 @@ class QueuedBlob:
     kind: str
     rank: int
     attempts: int
+    group: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,34 +85,44 @@ class PushQueue:
         self._db = db
 
     def enqueue(self, servers: Sequence[str], items: Iterable[tuple[str, str, int]], *, now: int | None = None) -> int:
-        """Owe `(cid, kind, rank)` items to each server; an item already owed there is left as it is. Returns the
-        rows added."""
+        """Owe `(cid, kind, rank)` items to each server, as one group (they travel together); an item already owed
+        there is left as it is, in its own group. Returns the rows added."""
         at = now_ms() if now is None else now
-        rows = [(server, cid, kind, rank, at, at) for cid, kind, rank in items for server in servers]
-        if not rows:
+        listed = list(items)
+        if not listed or not servers:
             return 0
         with self._db.transaction() as conn:
-            before = conn.total_changes
-            conn.executemany(
-                "INSERT OR IGNORE INTO hm_push_queue (server, cid, kind, rank, enqueued_at, due_at) "
-                "VALUES (?,?,?,?,?,?)",
-                rows,
-            )
-            return conn.total_changes - before
+            return self._insert(conn, servers, listed, at)
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, servers: Sequence[str], items: list[tuple[str, str, int]], at: int) -> int:
+        # A fresh group number: past the highest seq held (a lookup on the primary key). Every group still holding
+        # rows is at most its rows' first seq, so no live group is joined; a reused number's rows are all gone.
+        group = int(conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM hm_push_queue").fetchone()[0])
+        rows = [(server, cid, kind, rank, group, at, at) for cid, kind, rank in items for server in servers]
+        before = conn.total_changes
+        conn.executemany(
+            "INSERT OR IGNORE INTO hm_push_queue (server, cid, kind, rank, grp, enqueued_at, due_at) "
+            "VALUES (?,?,?,?,?,?,?)",
+            rows,
+        )
+        return conn.total_changes - before
 
     def due(self, server: str, limit: int, *, now: int | None = None, force: bool = False) -> list[QueuedBlob]:
-        """The oldest rows owed to `server` whose time has come (all of them with `force`), in enqueue order."""
+        """The oldest rows owed to `server` whose time has come (all of them with `force`), in enqueue order: those
+        of the groups the first `limit` such rows belong to, each group whole (so possibly more than `limit`)."""
         at = now_ms() if now is None else now
-        sql = "SELECT * FROM hm_push_queue WHERE server = ? AND refused IS NULL"
-        args: list[object] = [server]
-        if not force:
-            sql += " AND due_at <= ?"
-            args.append(at)
-        sql += " ORDER BY seq LIMIT ?"
-        args.append(limit)
+        where = "server = ? AND refused IS NULL" + ("" if force else " AND due_at <= ?")
+        args: list[object] = [server] if force else [server, at]
+        sql = (
+            f"SELECT * FROM hm_push_queue WHERE {where} AND grp IN "
+            f"(SELECT grp FROM hm_push_queue WHERE {where} ORDER BY seq LIMIT ?) ORDER BY seq"
+        )
         with self._db.reading() as conn:
-            rows = conn.execute(sql, args).fetchall()
-        return [QueuedBlob(r["seq"], r["server"], r["cid"], r["kind"], r["rank"], r["attempts"]) for r in rows]
+            rows = conn.execute(sql, [*args, *args, limit]).fetchall()
+        return [
+            QueuedBlob(r["seq"], r["server"], r["cid"], r["kind"], r["rank"], r["attempts"], r["grp"]) for r in rows
+        ]
 
     def delivered(self, server: str, seqs: Sequence[int]) -> None:
         with self._db.transaction() as conn:
@@ -139,6 +154,24 @@ class PushQueue:
             args.append(server)
         with self._db.transaction() as conn:
             return conn.execute(sql, args).rowcount
+
+    def refused_rows(self, server: str) -> list[QueuedBlob]:
+        """The rows set aside for `server`, in enqueue order."""
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT * FROM hm_push_queue WHERE server = ? AND refused IS NOT NULL ORDER BY seq", (server,)
+            ).fetchall()
+        return [
+            QueuedBlob(r["seq"], r["server"], r["cid"], r["kind"], r["rank"], r["attempts"], r["grp"]) for r in rows
+        ]
+
+    def requeue(self, server: str, seqs: Sequence[int], items: Iterable[tuple[str, str, int]]) -> int:
+        """Put set-aside rows back as one new group with `items` (what vouches for them), due now, in one
+        transaction: the refused rows are replaced, not duplicated. Returns the rows now owed anew."""
+        listed = list(items)
+        with self._db.transaction() as conn:
+            conn.executemany("DELETE FROM hm_push_queue WHERE server = ? AND seq = ?", [(server, s) for s in seqs])
+            return self._insert(conn, [server], listed, now_ms()) if listed else 0
 
     def next_due(self) -> int | None:
         """The soonest due time of any pending row, None when nothing is owed."""

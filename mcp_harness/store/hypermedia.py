@@ -334,6 +334,8 @@ class HypermediaStore:
             ).fetchall()
         for row in rows:
             scope = row["path"]
+            if row["role"] not in ("WRITER", "AGENT"):
+                continue  # a capability with another role, or none, grants no write
             if row["role"] == "AGENT" or not scope or path == scope or path.startswith(scope + "/"):
                 return True
         return False

@@ -247,7 +247,8 @@ def test_a_ref_whose_changes_arrive_later_is_materialized_when_they_do(db: Datab
     other = Database(tmp_path / "other.db")
     try:
         elsewhere = Node(other)
-        elsewhere.ingest([(genesis.data, str(genesis.cid)), (ref.data, str(ref.cid))])
+        # Through the store: the ingest gate now refuses a Ref whose heads are not held (test_ingest_order.py).
+        elsewhere.store.put([genesis, ref])
         with pytest.raises(NotFound) as missing:
             elsewhere.document(SPACE, "/late")
         assert missing.value.message == (

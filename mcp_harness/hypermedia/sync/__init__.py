@@ -57,7 +57,13 @@ class Sync:
 
     def client_for(self, server: HmServerSettings) -> SeedClient:
         token = self._token(server.token_secret) if server.token_secret else None
-        return SeedClient(self._egress, server.url, token=token, max_bytes=self.settings.max_request_bytes)
+        return SeedClient(
+            self._egress,
+            server.url,
+            token=token,
+            max_bytes=self.settings.max_request_bytes,
+            max_blob_bytes=self.settings.max_blob_bytes,
+        )
 
     def server(self, url: str) -> HmServerSettings | None:
         return next((s for s in self.servers if s.url.rstrip("/") == url.rstrip("/")), None)

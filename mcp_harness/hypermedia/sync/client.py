@@ -3,8 +3,8 @@
 Every request goes through the guarded egress (`web/egress.py`): reads through `Egress.open`, which checks each hop
 and follows redirects itself; the PublishBlobs POST through `Egress.check` too (the same resolve-vet-pin gate), sent
 to the checked address with `Host` and SNI kept the name, and never redirected (a body is not re-sent elsewhere).
-Bodies are read under the `[hypermedia] max_request_bytes` cap. The wire format is `hypermedia/web_api.py`'s, the
-same functions the server side answers with.
+Bodies are read under the `[hypermedia] max_request_bytes` cap, a raw blob under `max_blob_bytes`. The wire format is
+`hypermedia/web_api.py`'s, the same functions the server side answers with.
 
 Nothing read here is trusted as content: queries only name CIDs, and what is stored is the raw blob those CIDs
 name, verified by `Node.ingest`.
@@ -53,11 +53,14 @@ def _ssl_context() -> ssl.SSLContext:
 class SeedClient:
     """One server: `base` is its URL (a site's web app, which serves /api and proxies /ipfs)."""
 
-    def __init__(self, egress: Egress, base: str, *, token: str | None = None, max_bytes: int) -> None:
+    def __init__(
+        self, egress: Egress, base: str, *, token: str | None = None, max_bytes: int, max_blob_bytes: int | None = None
+    ) -> None:
         self.egress = egress
         self.base = base.rstrip("/")
         self.token = token
         self.max_bytes = max_bytes
+        self.max_blob_bytes = max_blob_bytes or max_bytes
 
     def query(self, key: str, params: dict[str, Any]) -> Any:
         """`GET /api/<key>`: the superjson-decoded output. Raises SeedHttpError (4xx/5xx) or Upstream."""
@@ -72,12 +75,13 @@ class SeedClient:
             raise Upstream(f"{url} answered something that is not superjson: {error.message}") from None
 
     def raw(self, cid: str) -> bytes | None:
-        """`GET /ipfs/<cid>`: the block's bytes as served (to be verified by the caller), None when not there."""
+        """`GET /ipfs/<cid>`: the block's bytes as served (to be verified by the caller), None when not there.
+        Read under `max_blob_bytes`: a body over it raises TooLarge before more of it is held."""
         url = f"{self.base}/ipfs/{cid}"
         with self.egress.open(url, accept="application/octet-stream") as response:
             if response.status == 404:
                 return None
-            body = response.read(self.max_bytes, refuse_over=True).data
+            body = response.read(self.max_blob_bytes, refuse_over=True).data
             if response.status >= 400:
                 raise SeedHttpError(f"{url} answered {response.status}: {_error_text(body)}", response.status)
         return body

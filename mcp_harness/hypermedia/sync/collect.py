@@ -3,6 +3,10 @@
 A document is its Refs (every generation at the path), the Changes their heads reach (back to the genesis), the
 capabilities of its space (a writer's Ref needs one to be indexed anywhere), its comments, and the IPFS blocks of
 the files its Changes link. A push owes them in that dependency order (`push.rank_of` orders each request).
+
+`retry_refused` is `hm push`'s way back for blobs a server set aside: a Change or Ref goes back together with the
+whole document it belongs to, as one group, since what vouches for it on the receiver (the writer's Ref beside a
+Change, the Changes a Ref points at) may have been delivered or refused apart from it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from mcp_harness.hypermedia.cid import CID
 from mcp_harness.hypermedia.node import hm_url
 from mcp_harness.hypermedia.sync.push import push_items
 from mcp_harness.store.db import Database
+from mcp_harness.store.hm_push import KIND_BLOB, PushQueue
 from mcp_harness.store.ipfs_blocks import IpfsBlockStore
 
 
@@ -59,4 +64,46 @@ def document_items(db: Database, space: str, path: str) -> list[tuple[str, str, 
     return push_items(blobs, IpfsBlockStore(db))
 
 
-__all__ = ["document_items"]
+def retry_refused(db: Database, server: str) -> int:
+    """Put the rows set aside for `server` back in line, due now, each Change or Ref with its whole document in
+    one group. Returns how many set-aside rows went back."""
+    queue = PushQueue(db)
+    rows = queue.refused_rows(server)
+    if not rows:
+        return 0
+    items: dict[str, tuple[str, str, int]] = {r.cid: (r.cid, r.kind, r.rank) for r in rows}
+    for space, path in _documents_of(db, [r.cid for r in rows if r.kind == KIND_BLOB]):
+        try:
+            vouchers = document_items(db, space, path)
+        except NotFound:
+            continue
+        for item in vouchers:
+            items.setdefault(item[0], item)
+    queue.requeue(server, [r.seq for r in rows], list(items.values()))
+    return len(rows)
+
+
+def _documents_of(db: Database, cids: list[str]) -> list[tuple[str, str]]:
+    """The (space, path) of every document held here that the Changes or Refs among `cids` belong to."""
+    if not cids:
+        return []
+    marks = ",".join("?" * len(cids))
+    with db.reading() as conn:
+        geneses = {
+            r["genesis"] or r["cid"]
+            for r in conn.execute(f"SELECT cid, genesis FROM hm_changes WHERE cid IN ({marks})", cids)
+        }
+        found = {
+            (r["space"], r["path"])
+            for r in conn.execute(f"SELECT space, path FROM hm_refs WHERE cid IN ({marks})", cids)
+        }
+        if geneses:
+            listed = list(geneses)
+            rows = conn.execute(
+                f"SELECT DISTINCT space, path FROM hm_refs WHERE genesis IN ({','.join('?' * len(listed))})", listed
+            )
+            found.update((r["space"], r["path"]) for r in rows)
+    return sorted(found)
+
+
+__all__ = ["document_items", "retry_refused"]

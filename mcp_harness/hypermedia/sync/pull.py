@@ -6,9 +6,16 @@ it is kept. JSON is never taken as content. For `hm://<space>/<path>`, from the 
 
 1. `ListChanges?targetId=` — the CIDs of the document's Changes;
 2. `Resource?id=` — its version (the heads) and genesis, and `ListEvents?filterResource=` for the Ref CIDs;
-3. the raw blobs of all of them not held here, the capability a non-owner's Ref names, then one `ingest`;
-4. `ListComments?targetId=` — the comments' CIDs, their raw blobs, a second `ingest` (comments need no capability,
+3. the raw blobs of all of them not held here, and the capability a non-owner's Ref names, ingested in pieces;
+4. `ListComments?targetId=` — the comments' CIDs, their raw blobs, ingested apart (comments need no capability,
    and one bad comment must not cost the document).
+
+Memory is bounded by the caps, not by what a server names: each raw blob is read under `[hypermedia]
+max_blob_bytes`, and what is held at once under `max_request_bytes`. A document bigger than that is ingested in
+dependency order (`pieces.Pieces`): what needs nothing beside it — genesis Changes, Changes by their document's creator,
+IPFS blocks, comments — goes in as the cap fills, while the Refs, capabilities and other writers' Changes, which the
+gate judges together, are held for the last piece (over the cap on their own, the pull stops with a clear error).
+A server whose answer is refused (a blob over a cap or failing verification) is reported and the next one asked.
 
 Pulled blobs go through `HypermediaStore.put` like local ones, so they feed the activity feed and its triggers.
 """
@@ -21,11 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_harness.config import HmServerSettings
-from mcp_harness.errors import BadRequest, HarnessError, NotFound
-from mcp_harness.hypermedia.cbor import decode
+from mcp_harness.errors import HarnessError, NotFound, TooLarge
 from mcp_harness.hypermedia.cid import CID, DAG_CBOR
 from mcp_harness.hypermedia.node import Node, hm_url
 from mcp_harness.hypermedia.sync.client import SeedClient, SeedHttpError
+from mcp_harness.hypermedia.sync.pieces import Pieces, decoded
 from mcp_harness.store.hypermedia import principal_account
 
 logger = logging.getLogger(__name__)
@@ -69,24 +76,27 @@ class Puller:
 
         Raises:
             NotFound: no server is configured, or none has it.
-            BadRequest / TooLarge: a blob a server sent failed verification or a cap (nothing of it was stored).
+            BadRequest / TooLarge: what every server sent was refused (a blob failed verification or a cap), each
+                server's reason named; no Ref of it was stored (a verified piece that needs none may have been).
         """
         target = hm_url(space, path)
         report = PullReport(target)
         if not self.servers:
             raise NotFound(f"{target} is not on this node, and no [[hypermedia.servers]] are configured to ask.")
+        refusal: HarnessError | None = None
         for settings in self.servers:
             try:
                 if self._pull_from(self.client_for(settings), space, path, report, comments):
                     report.server = settings.url
                     return report
-            except (SeedHttpError, NotFound) as error:
-                report.errors.append(f"{settings.url}: {error.message}")
             except HarnessError as error:
-                if isinstance(error, BadRequest) or error.status == 413:
-                    raise  # a server sent something that failed verification: say so, do not try to hide it
+                # One server's bad answer (refused by the gate, over a cap) must not stop asking the others.
                 report.errors.append(f"{settings.url}: {error.message}")
+                if refusal is None and not isinstance(error, SeedHttpError) and error.status in (400, 413):
+                    refusal = error
         tried = "; ".join(report.errors) or "none of them has it"
+        if refusal is not None:  # a server sent something that failed verification: say so, do not hide it
+            raise type(refusal)(f"{target} was not pulled: what the configured servers sent was refused ({tried}).")
         raise NotFound(f"{target} is not on this node, and the configured servers do not have it ({tried}).")
 
     def _pull_from(self, client: SeedClient, space: str, path: str, report: PullReport, comments: bool) -> bool:
@@ -98,17 +108,16 @@ class Puller:
         if kind in ("not-found", "error") or (not change_cids and kind != "document"):
             return False
         wanted = list(dict.fromkeys([*change_cids, *_cids(resource), *self._ref_cids(client, target)]))
-        items = self._fetch(client, wanted, report)
+        pieces = Pieces(self.node, report)
+        self._fetch(client, wanted, report, pieces.add)
         # A Ref by someone other than the space's owner needs its capability for the writer check: the one it names,
         # else those the server lists for the space.
-        hints = [_capability_hint(data, space) for data, _ in items]
+        hints = [_capability_hint(data, space) for data, _ in pieces.late]
         if any(h is not None for h in hints):
             named = [h for h in hints if h]
             found = named or self._capability_cids(client, target, space)
-            items += [(d, c) for d, c in self._fetch(client, found, report) if _decoded(d).get("type") == "Capability"]
-        if items:  # one batch, all or none: a Ref is judged together with its Changes and capability
-            self.node.ingest(items)
-            report.stored += len(items)
+            self._fetch(client, found, report, pieces.add, only="Capability")
+        pieces.finish()  # the last piece, all or none: a Ref is judged together with its Changes and capability
         if self.node.ref(space, path) is None:
             report.errors.append(f"{client.base} listed {target} but sent no Ref for it")
             return False
@@ -159,33 +168,43 @@ class Puller:
         found = listed.get("comments") if isinstance(listed, dict) else None
         entries = found if isinstance(found, list) else []
         cids = _cids([e.get("version") or e for e in entries if isinstance(e, dict)])
-        items = [
-            (data, cid)
-            for data, cid in self._fetch(client, cids, report)
-            if _is_comment_on(data, space, path)  # only comments on this document: nothing else rides along
-        ]
-        if not items:
-            return
+        pieces = Pieces(self.node, report, comments=True)
+
+        def add(data: bytes, cid: str) -> None:
+            if _is_comment_on(data, space, path):  # only comments on this document: nothing else rides along
+                pieces.add(data, cid)
+
         try:
-            self.node.ingest(items)
+            self._fetch(client, cids, report, add)
+            pieces.finish()
         except HarnessError as error:
             report.errors.append(f"{client.base}: comments refused: {error.message}")
-            return
-        report.comments += len(items)
-        report.stored += len(items)
 
-    def _fetch(self, client: SeedClient, cids: Iterable[str], report: PullReport) -> list[tuple[bytes, str | None]]:
-        """Raw blobs for the CIDs not held here (the caller verifies them through `ingest`)."""
-        out: list[tuple[bytes, str | None]] = []
+    def _fetch(
+        self,
+        client: SeedClient,
+        cids: Iterable[str],
+        report: PullReport,
+        take: Callable[[bytes, str], None],
+        only: str | None = None,
+    ) -> None:
+        """Fetch the raw blobs of the CIDs not held here, one at a time, each under `max_blob_bytes`, and hand each
+        to `take` (which verifies through `ingest`); with `only`, blobs of another type are dropped."""
+        cap = self.node.max_blob_bytes
         for cid in list(cids)[:MAX_BLOBS]:
             if self.node.store.data(cid) is not None:
                 continue
             data = client.raw(cid)
             if data is None:
                 continue
+            if len(data) > cap:  # the client reads under the cap; this holds for any client
+                raise TooLarge(
+                    f"{client.base} served {cid} as {len(data)} bytes, over the {cap}-byte limit of one blob "
+                    "([hypermedia] max_blob_bytes); refused."
+                )
             report.fetched += 1
-            out.append((data, cid))
-        return out
+            if only is None or decoded(data).get("type") == only:
+                take(data, cid)
 
 
 def _cids(value: object) -> list[str]:
@@ -212,18 +231,10 @@ def _cids(value: object) -> list[str]:
     return list(found)
 
 
-def _decoded(data: bytes) -> dict[str, Any]:
-    try:
-        value = decode(data)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _capability_hint(data: bytes, space: str) -> str | None:
     """For a Ref signed by someone other than `space`'s owner: the capability CID it names, or "" when it names
     none. None for any other blob."""
-    value = _decoded(data)
+    value = decoded(data)
     signer = value.get("signer")
     if value.get("type") != "Ref" or not isinstance(signer, bytes) or len(signer) != 34:
         return None
@@ -234,7 +245,7 @@ def _capability_hint(data: bytes, space: str) -> str | None:
 
 
 def _is_comment_on(data: bytes, space: str, path: str) -> bool:
-    value = _decoded(data)
+    value = decoded(data)
     if value.get("type") != "Comment":
         return False
     owner = value.get("space", value.get("signer"))

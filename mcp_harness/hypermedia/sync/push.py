@@ -7,7 +7,10 @@ owed in one commit, and the write returns.
 
 `Pusher` delivers: per server, the oldest due rows in enqueue order, sorted within a request so IPFS blocks go
 first, then genesis Changes, Changes, other blobs, Refs and last Comments (a server indexes a Ref only once its
-Changes are in; `store/hm_push.py` keeps a publish's blobs in that order across requests too). A 2xx deletes the
+Changes are in). A request holds whole groups (one publish's rows, `store/hm_push.py`): a receiver judges a writer's
+Change by the Ref beside it and refuses a Ref whose Changes it lacks, so a publish cut in two would be refused for
+good. Only a group too big for one request is cut, and then only in rank order (its files' blocks, the one thing
+needing no voucher, go ahead of its signed blobs). A 2xx deletes the
 rows; a transport failure or 5xx keeps them and moves the server's next attempt out exponentially (1 s doubling to
 5 min); a refusal that would recur (a 4xx other than auth and rate limiting) sets aside the blob the refusal
 names (the whole request when it names none) and sends the rest again; `mcp-harness hm push` puts it back.
@@ -231,21 +234,39 @@ class Pusher:
         return report
 
     def _payload(self, rows: list[QueuedBlob]) -> tuple[list[tuple[str, bytes]], list[int]]:
-        """The rows' `(cid, bytes)` in request order, under the request cap (the rest waits for the next request),
-        and the seqs this request settles: those sent, and those whose bytes are gone (a GC'd block: nothing to
-        send, ever)."""
-        out: list[tuple[str, bytes]] = []
+        """The rows' `(cid, bytes)` in request order — whole groups, under the request cap and `batch` rows (the
+        rest waits for the next request) — and the seqs this request settles: those sent, and those whose bytes are
+        gone (a GC'd block: nothing to send, ever). A first group over the cap goes in rank order, as much as fits."""
+        groups: dict[int, list[QueuedBlob]] = {}
+        for row in rows:
+            groups.setdefault(row.group, []).append(row)
+        out: list[tuple[QueuedBlob, bytes]] = []
         settled: list[int] = []
         size = 0
-        for row in sorted(rows, key=lambda r: (r.rank, r.seq)):
-            data = self._blocks.get(row.cid) if row.kind == KIND_BLOCK else self._blob(row.cid)
-            if data is not None:
-                if out and size + len(data) > self.max_request_bytes:
-                    break  # what points at the rest must not go before it
-                size += len(data)
-                out.append((row.cid, data))
-            settled.append(row.seq)
-        return out, settled
+        for members in groups.values():
+            loaded: list[tuple[QueuedBlob, bytes]] = []
+            gone: list[int] = []
+            group_size = 0
+            cut = False
+            for row in sorted(members, key=lambda r: (r.rank, r.seq)):
+                data = self._blocks.get(row.cid) if row.kind == KIND_BLOCK else self._blob(row.cid)
+                if data is None:
+                    gone.append(row.seq)
+                    continue
+                if (loaded or out) and size + group_size + len(data) > self.max_request_bytes:
+                    cut = True
+                    break
+                group_size += len(data)
+                loaded.append((row, data))
+            if out and (cut or len(out) + len(loaded) > self.batch):
+                break  # the group waits for a request of its own, whole
+            out += loaded
+            settled += [r.seq for r, _ in loaded] + gone
+            size += group_size
+            if cut:
+                break  # what points at the rest of the group must not go before it
+        out.sort(key=lambda item: (item[0].rank, item[0].seq))
+        return [(row.cid, data) for row, data in out], settled
 
     def _blob(self, cid: str) -> bytes | None:
         with self._db.reading() as conn:
