@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_harness.callables.execute import EXECUTE, execute, narrowed
-from mcp_harness.callables.search import SEARCH, search
+from mcp_harness.callables.search_spec import SEARCH
 from mcp_harness.callables.web_search import WEB_SEARCH, web_search
 from mcp_harness.verbs.base import VerbContext, VerbResult
 from mcp_harness.verbs.spec import VerbSpec
@@ -43,6 +43,12 @@ class ToolLookup(Protocol):
 
     @property
     def tools(self) -> ToolStore: ...
+
+
+async def _search(ctx: VerbContext, tool_input: dict[str, Any]) -> VerbResult:
+    from mcp_harness.callables.search import search  # its stores and indexes load on the first search
+
+    return await search(ctx, tool_input)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,7 +92,7 @@ BUILTINS: tuple[CallableTool, ...] = (
         grant="search",
         available=lambda host: True,  # keyword search needs nothing; semantic refuses by itself without an embedder
         unavailable=lambda host: "",
-        handler=search,
+        handler=_search,
     ),
     CallableTool(
         spec=WEB_SEARCH,

@@ -21,12 +21,12 @@ from mcp_harness.errors import BadRequest, HarnessError, NotFound
 from mcp_harness.memory.entries import MemoryEntry
 from mcp_harness.memory.paths import normalize_memory_path
 from mcp_harness.models.vision import MAX_IMAGE_BYTES, model_accepts_images, shown_as_image
-from mcp_harness.models.wire import ImagePart
 from mcp_harness.spaces.space import Space
 from mcp_harness.store.attachments import AttachmentRecord, AttachmentStore, check_id, sniff_mime
 from mcp_harness.verbs.base import VerbContext, VerbResult, refuse_unknown_options
 
 if TYPE_CHECKING:
+    from mcp_harness.models.wire import ImagePart
     from mcp_harness.scope import Scope
     from mcp_harness.services import Models, Stores
     from mcp_harness.store.agents import AgentRecord
@@ -147,6 +147,8 @@ def _image_reason(mime: str, size: int) -> str:
 
 
 def _part(data: bytes, record: AttachmentRecord) -> ImagePart:
+    from mcp_harness.models.wire import ImagePart  # the model wire types load with the first image shown
+
     return ImagePart(record.mime_type, data, label=f"attachment {record.name}")
 
 
@@ -185,6 +187,8 @@ def memory_image(ctx: VerbContext, entry: MemoryEntry, raw: bytes, data: dict[st
         return None
     summary = f"{entry.path} is an image ({entry.size} bytes, {mime}), shown as an image."
     shown = {"summary": summary, **data, "mimeType": mime, "encoding": "binary", "shownAsImage": True}
+    from mcp_harness.models.wire import ImagePart
+
     images = () if ctx.run_id is not None else (ImagePart(mime, raw, label=f"~/memory/{entry.path}"),)
     return VerbResult(shown, summary, images)
 
