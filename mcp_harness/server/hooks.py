@@ -17,6 +17,8 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from mcp_harness.errors import TooLarge
+from mcp_harness.server.bodies import read_body
 from mcp_harness.triggers import webhooks
 from mcp_harness.triggers.webhooks import MAX_BODY_BYTES, Received
 
@@ -27,27 +29,6 @@ logger = logging.getLogger(__name__)
 
 STATUS = {"fired": 202, "duplicate": 200, "not-found": 404, "unsigned": 401, "bad-signature": 401}
 NOT_FOUND = Received("not-found", "No such webhook.")
-
-
-class TooLarge(Exception):
-    pass
-
-
-async def _body(receive: Receive, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise TooLarge
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
 
 
 def _answer(received: Received) -> JSONResponse:
@@ -78,8 +59,8 @@ class Hooks:
         declared = headers.get("content-length", "")
         try:
             if declared.isdigit() and int(declared) > self.max_body_bytes:
-                raise TooLarge
-            body = await _body(receive, self.max_body_bytes)
+                raise TooLarge("declared")
+            body = await read_body(receive, self.max_body_bytes, "over the limit")
         except TooLarge:
             limit = f"at most {self.max_body_bytes // 1024} KiB"
             response = JSONResponse({"status": "too-large", "message": f"The body is too large: {limit}."}, 413)

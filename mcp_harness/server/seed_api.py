@@ -26,6 +26,7 @@ from starlette.types import Receive, Scope, Send
 
 from mcp_harness.errors import HarnessError, TooLarge
 from mcp_harness.hypermedia.web_api import decode_query, parse_publish_blobs, superjson_body
+from mcp_harness.server.bodies import read_body
 
 if TYPE_CHECKING:
     from mcp_harness.harness import Harness
@@ -102,7 +103,9 @@ async def _action(harness: Harness, key: str, scope: Scope, receive: Receive) ->
         return _error(415, f"PublishBlobs takes a DAG-CBOR body (Content-Type: application/cbor), not {content_type}.")
     limit = harness.settings.hypermedia.max_request_bytes
     try:
-        body = await _read_body(receive, limit)
+        body = await read_body(
+            receive, limit, f"The PublishBlobs body is over {limit} bytes ([hypermedia] max_request_bytes)."
+        )
     except TooLarge as exc:
         return _error(exc.status, exc.message)
     node = harness.hypermedia
@@ -113,23 +116,6 @@ async def _action(harness: Harness, key: str, scope: Scope, receive: Receive) ->
         return {"cids": cids}
 
     return await _answer(publish)
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk: bytes = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise TooLarge(f"The PublishBlobs body is over {limit} bytes ([hypermedia] max_request_bytes).")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
 
 
 def _config(harness: Harness, scope: Scope) -> dict[str, Any]:
