@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from mcp_harness.hypermedia.sync import Sync
     from mcp_harness.models.providers import ProviderRegistry
     from mcp_harness.models.wire import Sampler
-    from mcp_harness.runs.engine import RunEngine
+    from mcp_harness.runs.engine import Executor, RunEngine
     from mcp_harness.sandbox import Sandbox
     from mcp_harness.store.runs import RunRecord, RunStore
     from mcp_harness.store.secrets import SecretStore
@@ -238,18 +238,26 @@ class Harness:
             self._runs = RunStore(self.db)
         return self._runs
 
+    def _agent_executor(self) -> Executor:
+        from mcp_harness.runs.agent import AgentExecutor
+
+        return AgentExecutor(self)
+
+    def _script_executor(self) -> Executor:
+        from mcp_harness.runs.script import ScriptExecutor
+
+        return ScriptExecutor(self)
+
     @property
     def engine(self) -> RunEngine:
         """The run engine: agent turns and children, queued durably, executed here while the server runs."""
         if self._engine is None:
-            from mcp_harness.runs.agent import AgentExecutor
-            from mcp_harness.runs.engine import RunEngine
+            from mcp_harness.runs.engine import LazyExecutor, RunEngine
             from mcp_harness.runs.resolve import on_finalized
-            from mcp_harness.runs.script import ScriptExecutor
 
             self._engine = RunEngine(
                 self.runs,
-                {"agent": AgentExecutor(self), "workflow": ScriptExecutor(self)},
+                {"agent": LazyExecutor(self._agent_executor), "workflow": LazyExecutor(self._script_executor)},
                 max_agent_runs=self.settings.runs.max_agent_runs,
             )
 
@@ -703,3 +711,4 @@ class SessionBinding:
 
     async def context(self, actor: Actor = "agent", *, create: bool = True) -> VerbContext:
         return await anyio.to_thread.run_sync(lambda: self.context_sync(actor, create=create))
+

@@ -65,6 +65,30 @@ class Executor(Protocol):
     async def __call__(self, run: RunRecord) -> Outcome: ...
 
 
+class LazyExecutor:
+    """An executor built when its first run executes (or settles): the agent loop and the script VM, and all they
+    import, are not paid by a stdio server's start-up, which starts the engine before it answers the handshake."""
+
+    def __init__(self, make: Callable[[], Executor]) -> None:
+        self._make = make
+        self._built: Executor | None = None
+
+    def executor(self) -> Executor:
+        """The executor itself, built now if no run has needed it yet."""
+        if self._built is None:
+            self._built = self._make()
+        return self._built
+
+    async def __call__(self, run: RunRecord) -> Outcome:
+        return await self.executor()(run)
+
+    def settled(self, run: RunRecord) -> None:
+        """Both executors settle their runs' effects in the terminal commit (see `Executor`)."""
+        settle = getattr(self.executor(), "settled", None)
+        if settle is not None:
+            settle(run)
+
+
 FinalizedHook = Callable[["RunRecord"], Awaitable[None]]
 """Called on the event loop after every terminal commit, once per run."""
 BootHook = Callable[[frozenset[str]], None]

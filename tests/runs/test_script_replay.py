@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from mcp_harness.harness import Harness
+from mcp_harness.runs.engine import LazyExecutor
 from mcp_harness.runs.outcomes import INTERRUPTED, Failed, Succeeded
 from mcp_harness.runs.resolve import reconcile_at_boot
 from mcp_harness.runs.script import ScriptExecutor
@@ -78,6 +79,8 @@ async def _replay(h: Harness, run_id: str) -> Any:
     with h.db.transaction() as conn:
         conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
     executor = h.engine.executors["workflow"]
+    assert isinstance(executor, LazyExecutor)
+    executor = executor.executor()
     assert isinstance(executor, ScriptExecutor)
     return await executor(h.runs.get(run_id))
 
@@ -186,6 +189,8 @@ async def test_a_refused_spawn_is_journaled_so_replay_does_not_diverge(h: Harnes
 
 async def test_fuel_exhaustion_cannot_be_caught(h: Harness) -> None:
     executor = h.engine.executors["workflow"]
+    assert isinstance(executor, LazyExecutor)
+    executor = executor.executor()
     assert isinstance(executor, ScriptExecutor)
     executor.fuel_s = 0.3
     source = (

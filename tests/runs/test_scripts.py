@@ -14,6 +14,7 @@ from mcp import Client
 
 from mcp_harness.errors import BadRequest
 from mcp_harness.harness import Harness
+from mcp_harness.runs.engine import LazyExecutor
 from mcp_harness.runs.script import ScriptExecutor
 from mcp_harness.server import build_server
 from mcp_harness.verbs import delegate as delegate_verb
@@ -240,6 +241,8 @@ async def test_failures_carry_their_codes(client: Client, body: str, code: str, 
 
 async def test_a_cpu_burning_loop_exhausts_its_fuel(client: Client, scripted: Harness) -> None:
     executor = scripted.engine.executors["workflow"]
+    assert isinstance(executor, LazyExecutor)
+    executor = executor.executor()
     assert isinstance(executor, ScriptExecutor)
     executor.fuel_s = 0.3
     result = await run_script(client, "def main(ctx):\n    i = 0\n    while True:\n        i += 1\n")
