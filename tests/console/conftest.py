@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from mcp_harness.harness import Harness
 from mcp_harness.runs.outcomes import Failed, Succeeded
 from mcp_harness.server import build_server, http_app
 from tests.conftest import owner_and_other, scripted_harness
+from tests.console.browser import Browser, start_chromium, stop_chromium
 
 
 @dataclass
@@ -94,3 +96,17 @@ def world(tmp_path: Path) -> Iterator[World]:
 def console_app(world: World, *, tokens: bool = True, host: str = "127.0.0.1", loopback: bool | None = None):  # noqa: ANN201
     http = world.http if tokens else HttpSettings()
     return http_app(build_server(world.harness), host=host, http=http, loopback=loopback, console=world.harness)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One headless Chromium per test module (Debian's, through its chromedriver: tests/console/browser.py)."""
+    driver, profile = start_chromium()
+    yield driver
+    stop_chromium(driver, profile)
+
+
+@pytest.fixture
+def browser(chromium: Any) -> Iterator[Browser]:
+    yield Browser(chromium)
+    chromium.get("about:blank")  # the next test starts on a page with no stream open

@@ -5,7 +5,6 @@ server through an SDK client — as a host's proxy would. A detached delegate tr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from mcp import Client
 
 from mcp_harness.harness import Harness
 from mcp_harness.server import apps, build_server
-from tests.console.browser import Browser, start_chromium, stop_chromium
+from tests.console.browser import Browser
 
 pytestmark = pytest.mark.anyio
 RULES: list[dict[str, Any]] = [
@@ -46,19 +45,6 @@ document.body.append(frame);
 @pytest.fixture
 def rules() -> list[dict[str, Any]]:
     return RULES
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    driver, profile = start_chromium()
-    yield driver
-    stop_chromium(driver, profile)
-
-
-@pytest.fixture
-def browser(chromium: Any) -> Iterator[Browser]:
-    yield Browser(chromium)
-    chromium.get("about:blank")
 
 
 class Host:

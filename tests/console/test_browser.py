@@ -9,7 +9,7 @@ run page's is the README's `docs/console.png` (rewritten when missing or with MC
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from mcp_harness.harness import Harness
 from mcp_harness.runs import signals
 from mcp_harness.server import build_server, http_app
 from tests.conftest import call, owner_and_other, scripted_harness, serving
-from tests.console.browser import Browser, start_chromium, stop_chromium
+from tests.console.browser import Browser
 
 pytestmark = pytest.mark.anyio
 DOCS_SHOT = Path(__file__).resolve().parents[2] / "docs" / "console.png"
@@ -55,19 +55,6 @@ def main(ctx):
         lambda: ctx.wait_for_event(signal="never"),
     ])
 """
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    driver, profile = start_chromium()
-    yield driver
-    stop_chromium(driver, profile)
-
-
-@pytest.fixture
-def browser(chromium: Any) -> Iterator[Browser]:
-    yield Browser(chromium)
-    chromium.get("about:blank")  # the next test starts on a page with no stream open
 
 
 @pytest.fixture
