@@ -65,6 +65,10 @@ LOCAL_ACCOUNT = "local"
 MONITOR_START_DELAY_S = 1.0
 """How long after the engine starts the activity monitor begins: its imports (the node, PyNaCl) would otherwise
 compete with a stdio client's handshake for the interpreter. Nothing is missed: it resumes from its watermark."""
+ENGINE_AFTER_S = 0.2
+"""How long after a stdio `serve` starts its engine does (the boot sweep, the scheduler, mounted servers): the
+client spawned the process to talk to it, so the handshake and the first `tools/list` go first. Queued runs wait
+that long once; the sweep still runs before the engine claims anything."""
 CANCELED_TEXT = (
     "Canceled before it finished; whether its side effects happened is unknown. Verify state before retrying."
 )
@@ -308,9 +312,10 @@ class Harness:
         await self.monitor.serve()
 
     @asynccontextmanager
-    async def engine_running(self) -> AsyncIterator[None]:
+    async def engine_running(self, *, after_s: float = 0.0) -> AsyncIterator[None]:
         """Run the engine, and the trigger scheduler and activity monitor beside it, for the duration of the block
-        (nested uses share the first one's)."""
+        (nested uses share the first one's). With `after_s`, all of it starts that long after the block is entered:
+        a stdio server answers its client's handshake and first list first (`serve`; ENGINE_AFTER_S)."""
         if self._engine_users > 0:
             self._engine_users += 1
             try:
@@ -318,22 +323,18 @@ class Harness:
             finally:
                 self._engine_users -= 1
             return
-        from functools import partial
-
-        from mcp_harness.runs.resolve import answer_orphaned, reconcile_at_boot
-
         self._engine_users = 1
         try:
             async with anyio.create_task_group() as tg:
-                # Calls dead processes left open are answered in the boot sweep, before the engine claims anything.
-                await tg.start(partial(self.engine.serve, at_boot=partial(answer_orphaned, self)))
-                await reconcile_at_boot(self)
-                # Triggers fire beside the engine, whoever is connected (nobody, for a headless `serve --http`).
-                await tg.start(self.scheduler.serve)
-                tg.start_soon(self._serve_monitor)
-                if self.settings.hypermedia.servers:
-                    tg.start_soon(self._serve_pusher)
-                self._attach_upstreams(tg)
+                if after_s > 0:
+
+                    async def later() -> None:
+                        await anyio.sleep(after_s)
+                        await self._start_engine(tg)
+
+                    tg.start_soon(later)
+                else:
+                    await self._start_engine(tg)
                 try:
                     yield
                 finally:
@@ -341,6 +342,21 @@ class Harness:
                     tg.cancel_scope.cancel()
         finally:
             self._engine_users = 0
+
+    async def _start_engine(self, tg: TaskGroup) -> None:
+        from functools import partial
+
+        from mcp_harness.runs.resolve import answer_orphaned, reconcile_at_boot
+
+        # Calls dead processes left open are answered in the boot sweep, before the engine claims anything.
+        await tg.start(partial(self.engine.serve, at_boot=partial(answer_orphaned, self)))
+        await reconcile_at_boot(self)
+        # Triggers fire beside the engine, whoever is connected (nobody, for a headless `serve --http`).
+        await tg.start(self.scheduler.serve)
+        tg.start_soon(self._serve_monitor)
+        if self.settings.hypermedia.servers:
+            tg.start_soon(self._serve_pusher)
+        self._attach_upstreams(tg)
 
     # -- other MCP servers (issue 20) ------------------------------------------------------------------------
 
@@ -711,4 +727,3 @@ class SessionBinding:
 
     async def context(self, actor: Actor = "agent", *, create: bool = True) -> VerbContext:
         return await anyio.to_thread.run_sync(lambda: self.context_sync(actor, create=create))
-

@@ -73,6 +73,7 @@ def _open_harness(settings: Settings) -> Harness:
 def _serve_command(args: argparse.Namespace, out: Any) -> int:
     import anyio
 
+    from mcp_harness.harness import ENGINE_AFTER_S
     from mcp_harness.server import build_server, serve_stdio
     from mcp_harness.server.process import tune_after_startup
 
@@ -81,7 +82,8 @@ def _serve_command(args: argparse.Namespace, out: Any) -> int:
     address = _listen_address(args.http or settings.http.listen) if args.http is not None else None
     harness = _open_harness(settings)
     try:
-        server = build_server(harness, agent_name=args.agent, session_id=args.session)
+        after = ENGINE_AFTER_S if address is None else 0.0  # over stdio the client waits on the handshake
+        server = build_server(harness, agent_name=args.agent, session_id=args.session, engine_after_s=after)
         tune_after_startup()
         if address is None:
             anyio.run(serve_stdio, server)

@@ -305,9 +305,10 @@ def _return_result_tool(schema: dict[str, Any]) -> types.Tool:
 
 
 def build_server(
-    harness: Harness, *, agent_name: str | None = None, session_id: str | None = None
+    harness: Harness, *, agent_name: str | None = None, session_id: str | None = None, engine_after_s: float = 0.0
 ) -> Server[ServerState]:
-    """The MCP server over `harness`. `session_id` binds stdio/in-process calls to an existing session."""
+    """The MCP server over `harness`. `session_id` binds stdio/in-process calls to an existing session;
+    `engine_after_s` starts the engine that long after the server (`Harness.engine_running`)."""
     agent = harness.agent(agent_name)
     if session_id is not None:
         harness.sessions.get(session_id)
@@ -320,7 +321,7 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: Server[ServerState]) -> AsyncIterator[ServerState]:
-        async with harness.engine_running(), sampler.running(), live.running():
+        async with harness.engine_running(after_s=engine_after_s), sampler.running(), live.running():
             yield state
 
     sampler = ClientSampler(harness)

@@ -99,7 +99,7 @@ class Server:
 
 @asynccontextmanager
 async def serving(data_dir: Path, config: Path, log: IO[bytes]) -> AsyncIterator[Server]:
-    """A `serve` process on stdio, initialized (so its boot sweep is done); on exit it is shut down, or reaped."""
+    """A `serve` process on stdio, initialized and its boot sweep done; on exit it is shut down, or reaped."""
     argv = [sys.executable, "-m", "mcp_harness", "serve", "--data-dir", str(data_dir), "--config", str(config)]
     proc = await anyio.open_process(argv, stderr=log)
     server = Server(proc)
@@ -115,6 +115,9 @@ async def serving(data_dir: Path, config: Path, log: IO[bytes]) -> AsyncIterator
                 raise AssertionError(f"{exc}; its log:\n{tail(Path(log.name))}") from None
             assert "result" in reply, reply
             await proc.stdin.send(rpc(None, "notifications/initialized"))
+            # A stdio serve starts its engine just after the handshake (ENGINE_AFTER_S); its boot sweep commits the
+            # process's instance row, so that row says the sweep is done.
+            await until(lambda: _booted(data_dir / "harness.db", proc.pid), "the boot sweep", 30, Path(log.name))
             yield server
             if proc.returncode is None:
                 await proc.stdin.aclose()  # a stdio server serves until its client goes away
@@ -128,6 +131,14 @@ async def serving(data_dir: Path, config: Path, log: IO[bytes]) -> AsyncIterator
                 await proc.wait()
         with anyio.CancelScope(shield=True):
             await proc.aclose()
+
+
+def _booted(db: Path, pid: int) -> bool:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT 1 FROM instances WHERE pid = ?", (pid,)).fetchone() is not None
+    finally:
+        conn.close()
 
 
 def write_config(tmp: Path, rules: list[dict[str, Any]]) -> Path:

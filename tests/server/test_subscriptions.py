@@ -30,7 +30,7 @@ def idle_engine(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> Harness:
     """The harness with its engine not started, so a queued run stays queued until the test changes it."""
 
     @asynccontextmanager
-    async def not_running() -> AsyncIterator[None]:
+    async def not_running(**_: object) -> AsyncIterator[None]:
         yield
 
     monkeypatch.setattr(harness, "engine_running", not_running)
