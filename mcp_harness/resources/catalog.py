@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import base64
 import re
+from functools import cache
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
 
 from mcp_harness import cursors
 from mcp_harness.addresses import Address, parse_address, thread_uri, tool_uri
@@ -118,6 +120,11 @@ _UNQUOTED = re.compile(r"[A-Za-z0-9_.~/-]*")
 regex match costs a fifth of quoting."""
 
 
+@cache
+def _resources() -> TypeAdapter[list[types.Resource]]:
+    return TypeAdapter(list[types.Resource])
+
+
 def _memory_uri(path: str) -> str:
     return _MEMORY_URI + path if _UNQUOTED.fullmatch(path) else memory_resource_uri(path)
 
@@ -132,10 +139,10 @@ def list_resources_sync(binding: SessionBinding, cursor: str | None) -> types.Li
     items = _static(binding) if after is None else []
     store = ctx.services.memory(ctx.agent)
     files, last = store.files_page(after, max(1, PAGE_SIZE - len(items)), PAGE_BYTES)
-    # Built without validation: every field is a str or int this module just made, and validating 1,000 models a
-    # page was a fifth of listing 100k files (the SDK validates the whole result again as it serializes it).
-    construct = types.Resource.model_construct
-    items += [construct(name=p, uri=_memory_uri(p), mime_type=m, size=s) for p, s, m in files]
+    # One validation of the page's list (pydantic's core loops over it) instead of a model built per file: a
+    # quarter less per page of 1,000 (and `model_construct`, in Python, is four times slower than either).
+    page = [{"name": p, "uri": _memory_uri(p), "mimeType": m, "size": s} for p, s, m in files]
+    items += _resources().validate_python(page)
     return types.ListResourcesResult(resources=items, next_cursor=encode_cursor(last) if last is not None else None)
 
 
