@@ -42,7 +42,7 @@ from mcp_harness.verbs.contracts import VERBS, input_errors
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from mcp_harness.callables.upstream import ServerSpec, Upstreams, UpstreamTool
+    from mcp_harness.callables.upstream import ServerSpec, Upstreams
     from mcp_harness.hypermedia.node import Node
     from mcp_harness.hypermedia.sync import Sync
     from mcp_harness.models.providers import ProviderRegistry
@@ -51,11 +51,10 @@ if TYPE_CHECKING:
     from mcp_harness.sandbox import Sandbox
     from mcp_harness.store.runs import RunRecord, RunStore
     from mcp_harness.store.secrets import SecretStore
-    from mcp_harness.store.upstream import SyncReport
     from mcp_harness.store.upstream_tools import UpstreamStore
     from mcp_harness.triggers.monitor import ActivityMonitor
     from mcp_harness.triggers.scheduler import Scheduler
-    from mcp_harness.upstream.pool import UpstreamPool
+    from mcp_harness.upstream.mounts import Mounts
     from mcp_harness.web.egress import Egress
 
 logger = logging.getLogger(__name__)
@@ -140,8 +139,7 @@ class Harness:
         self._scheduler: Scheduler | None = None
         self._monitor: ActivityMonitor | None = None
         self._upstream_store: UpstreamStore | None = None
-        self._upstreams: UpstreamPool | None = None
-        self._upstream_tg: TaskGroup | None = None
+        self._mounts: Mounts | None = None
         self._engine_users = 0
         self.awaited_children: set[str] = set()
         """Child runs an MCP client's delegate call in this process is waiting on (it writes their result)."""
@@ -338,7 +336,8 @@ class Harness:
                 try:
                     yield
                 finally:
-                    await self._close_upstreams()
+                    if self._mounts is not None:
+                        await self._mounts.aclose()
                     tg.cancel_scope.cancel()
         finally:
             self._engine_users = 0
@@ -356,7 +355,7 @@ class Harness:
         tg.start_soon(self._serve_monitor)
         if self.settings.hypermedia.servers:
             tg.start_soon(self._serve_pusher)
-        self._attach_upstreams(tg)
+        self._mounted().attach(tg)
 
     # -- other MCP servers (issue 20) ------------------------------------------------------------------------
 
@@ -379,58 +378,19 @@ class Harness:
     def upstreams(self) -> Upstreams:
         """The MCP client side, built on first use (the SDK's client is not paid by a stdio cold start). While the
         engine runs its connections are kept warm in the engine's task group; otherwise each use connects anew."""
-        return self._pool()
+        return self._mounted().pool()
 
-    def _pool(self) -> UpstreamPool:
-        if self._upstreams is None:
-            from mcp_harness.upstream.pool import UpstreamPool
-
-            self._upstreams = UpstreamPool(self.mcp_servers, self._upstream_secret, self._sync_upstream_tools)
-            if self._upstream_tg is not None:
-                self._upstreams.attach(self._upstream_tg)
-        return self._upstreams
-
-    def _upstream_secret(self, name: str) -> str:
+    def _secret_text(self, name: str) -> str:
         return self.secrets.get_value(self.account_id, name).decode("utf-8")
 
-    def _sync_upstream_tools(self, server: str, tools: list[UpstreamTool]) -> SyncReport:
-        from mcp_harness.callables.upstream import mcp_document
+    def _mounted(self) -> Mounts:
+        if self._mounts is None:
+            from mcp_harness.upstream.mounts import Mounts
 
-        report = self.upstream_store.sync_tools(server, [mcp_document(t) for t in tools])
-        if report.added or report.changed or report.removed:
-            logger.info("MCP server %s tools: %s", server, report.to_json())
-        return report
-
-    def _attach_upstreams(self, tg: TaskGroup) -> None:
-        self._upstream_tg = tg
-        if self._upstreams is not None:
-            self._upstreams.attach(tg)
-        tg.start_soon(self._warm_upstreams)
-
-    async def _warm_upstreams(self) -> None:
-        """A second after start, servers whose tools were never listed are started (and so kept warm), so their
-        documents exist before anyone lists `~/tools/`; the others wait for their first call."""
-        await anyio.sleep(MONITOR_START_DELAY_S)
-
-        def unlisted() -> list[str]:
-            try:
-                return [n for n in self.mcp_servers() if not self.upstream_store.has_tools(n)]
-            except HarnessError as exc:
-                logger.warning("%s", exc.message)
-                return []
-
-        names = await anyio.to_thread.run_sync(unlisted)
-        if names:
-            import importlib
-
-            await anyio.to_thread.run_sync(importlib.import_module, "mcp_harness.upstream.pool")
-            await self._pool().warm(names)
-
-    async def _close_upstreams(self) -> None:
-        self._upstream_tg = None
-        if self._upstreams is not None:
-            with anyio.CancelScope(shield=True):
-                await self._upstreams.aclose()
+            self._mounts = Mounts(
+                self.mcp_servers, self._secret_text, lambda: self.upstream_store, MONITOR_START_DELAY_S
+            )
+        return self._mounts
 
     @property
     def secrets(self) -> SecretStore:
@@ -508,7 +468,7 @@ class Harness:
                 self.hypermedia,
                 self.settings.hypermedia,
                 self.web,
-                lambda name: self.secrets.get_value(self.account_id, name).decode(),
+                self._secret_text,
             )
         return self._sync
 
