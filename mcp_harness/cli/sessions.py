@@ -96,16 +96,8 @@ def event_line(event: EventRecord) -> str:
 
 
 def events_after(harness: Harness, session_id: str, seq: int) -> list[EventRecord]:
-    """The session's events with a higher `seq` (seqs are gapless, so the newest N are exactly those)."""
-    with harness.db.reading() as conn:
-        newest = int(
-            conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
-        )
-    if newest <= seq:
-        return []
-    return harness.sessions.events(session_id, last=newest - seq)
+    """The session's events with a higher `seq`."""
+    return harness.sessions.events(session_id, after=seq)
 
 
 def _log_command(args: argparse.Namespace, out: Any) -> int:

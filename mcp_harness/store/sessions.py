@@ -363,18 +363,24 @@ class SessionStore:
         else:
             search.index(conn, rows)
 
-    def events(self, session_id: str, *, last: int | None = None) -> list[EventRecord]:
-        """Events in `seq` order; `last` keeps only the newest N."""
+    def events(self, session_id: str, *, last: int | None = None, after: int | None = None) -> list[EventRecord]:
+        """Events in `seq` order; `last` keeps only the newest N, `after` only those with a higher `seq`."""
         try:
-            return self._events(session_id, last)
+            return self._events(session_id, last, after)
         except payloads.MissingValue:
             # `mcp-harness gc` pruned an event just read, and the value only it used, before its value was fetched:
             # read again without it. A value missing twice is a damaged database, and says so.
-            return self._events(session_id, last)
+            return self._events(session_id, last, after)
 
-    def _events(self, session_id: str, last: int | None) -> list[EventRecord]:
+    def _events(self, session_id: str, last: int | None, after: int | None) -> list[EventRecord]:
         with self.db.reading() as conn:
-            if last is None:
+            if after is not None:
+                # One query: a follower that counted first and fetched "the newest N" second would skip an event
+                # appended between the two.
+                rows = conn.execute(
+                    "SELECT * FROM session_events WHERE session_id = ? AND seq > ? ORDER BY seq", (session_id, after)
+                ).fetchall()
+            elif last is None:
                 rows = conn.execute(
                     "SELECT * FROM session_events WHERE session_id = ? ORDER BY seq", (session_id,)
                 ).fetchall()
