@@ -503,6 +503,15 @@ def m020_mcp_servers(conn: sqlite3.Connection) -> None:
     upstream.migrate(conn)
 
 
+
+@migration
+def m021_store_meta(conn: sqlite3.Connection) -> None:
+    """Facts about the store itself (store/store_meta.py), such as the marker a shared data root must carry."""
+    from mcp_harness.store import store_meta
+
+    store_meta.migrate(conn)
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
