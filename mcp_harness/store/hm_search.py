@@ -10,6 +10,7 @@ blobs that only Python decodes, and a trigger calling a Python function would br
 Rows: `hm_search_items` says what each row is (kind, account, resource, block) and `hm_search_text` (FTS5, same
 rowid) holds its text. `account` is the account in the row's `hm://` id — the space of a document, the author of a
 comment, the profile's own account — which is what `accountUid` filters on, as the reference's `hm://<uid>*` glob.
+On PostgreSQL the text table is a `tsvector` under GIN keyed by the item's id (`store/keyword_index.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_harness.hypermedia.blocks import walk
 from mcp_harness.hypermedia.cbor import decode
 from mcp_harness.hypermedia.materialized import Snapshot
+from mcp_harness.store.keyword_index import index_for
 
 if TYPE_CHECKING:
     from mcp_harness.hypermedia.blobs import Blob
@@ -90,15 +92,18 @@ def track(
 
 
 def _delete(conn: sqlite3.Connection, where: str, args: Sequence[Any]) -> None:
-    conn.execute(f"DELETE FROM hm_search_text WHERE rowid IN (SELECT id FROM hm_search_items WHERE {where})", args)
+    key = index_for(conn).key
+    conn.execute(f"DELETE FROM hm_search_text WHERE {key} IN (SELECT id FROM hm_search_items WHERE {where})", args)
     conn.execute(f"DELETE FROM hm_search_items WHERE {where}", args)
 
 
 def _insert(conn: sqlite3.Connection, text: str, *row: Any) -> None:
-    cursor = conn.execute(
-        "INSERT INTO hm_search_items (kind, account, space, path, block, tsid, ts, cid) VALUES (?,?,?,?,?,?,?,?)", row
-    )
-    conn.execute("INSERT INTO hm_search_text (rowid, text) VALUES (?, ?)", (cursor.lastrowid, text))
+    item_id = conn.execute(
+        "INSERT INTO hm_search_items (kind, account, space, path, block, tsid, ts, cid) VALUES (?,?,?,?,?,?,?,?) "
+        "RETURNING id",
+        row,
+    ).fetchone()[0]
+    index_for(conn).add_hm(conn, int(item_id), text)
 
 
 def _refresh_documents(conn: sqlite3.Connection, resources: Iterable[Resource]) -> None:
@@ -117,7 +122,8 @@ def _refresh_documents(conn: sqlite3.Connection, resources: Iterable[Resource]) 
             continue
         _delete(conn, "space = ? AND path = ? AND kind IN ('title', 'document')", (space, path))
         conn.execute(
-            "INSERT OR REPLACE INTO hm_search_docs (space, path, ref, has_state) VALUES (?,?,?,?)",
+            "INSERT INTO hm_search_docs (space, path, ref, has_state) VALUES (?,?,?,?) "
+            "ON CONFLICT (space, path) DO UPDATE SET ref = excluded.ref, has_state = excluded.has_state",
             (space, path, ref, has_state),
         )
         if live and state is not None:

@@ -9,7 +9,8 @@ files are read, and files that went away are dropped. So repeated searches cost 
 
 Bounds: a file over `MAX_INDEXED_BYTES`, or not UTF-8 text, is indexed by its path alone; one reconcile reads at most
 `READ_BUDGET_BYTES` (the rest is picked up by the next search, and the result says the index is partial); a tree of
-more than `MAX_FILES` files is indexed up to that many, in walk order.
+more than `MAX_FILES` files is indexed up to that many, in walk order. On PostgreSQL the text is a `tsvector` keyed
+by the file's id (`store/keyword_index.py`), and the agent trigger's delete cascades to it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from mcp_harness.memory.paths import TMP_PREFIX, is_addressable
 from mcp_harness.store.hm_search import TOKENIZER
+from mcp_harness.store.keyword_index import index_for
 
 MAX_INDEXED_BYTES = 1024 * 1024
 READ_BUDGET_BYTES = 64 * 1024 * 1024
@@ -134,18 +136,16 @@ def _text(root: str, path: str) -> str:
 
 def apply(conn: sqlite3.Connection, agent_id: str, found: Changes) -> None:
     """Write one reconcile's findings (inside a transaction)."""
+    index = index_for(conn)
     for path in found.removed:
         _drop(conn, agent_id, path)
     for path, size, mtime_ns, content in found.upserts:
         _drop(conn, agent_id, path)
-        cursor = conn.execute(
-            "INSERT INTO memory_search_files (agent_id, path, size, mtime_ns) VALUES (?,?,?,?)",
+        file_id = conn.execute(
+            "INSERT INTO memory_search_files (agent_id, path, size, mtime_ns) VALUES (?,?,?,?) RETURNING id",
             (agent_id, path, size, mtime_ns),
-        )
-        conn.execute(
-            "INSERT INTO memory_search_text (rowid, path, content) VALUES (?,?,?)",
-            (cursor.lastrowid, path.replace("/", " / "), content),
-        )
+        ).fetchone()[0]
+        index.add_memory(conn, int(file_id), path.replace("/", " / "), content)
 
 
 def _drop(conn: sqlite3.Connection, agent_id: str, path: str) -> None:
@@ -153,5 +153,5 @@ def _drop(conn: sqlite3.Connection, agent_id: str, path: str) -> None:
         "SELECT id FROM memory_search_files WHERE agent_id = ? AND path = ?", (agent_id, path)
     ).fetchone()
     if row is not None:
-        conn.execute("DELETE FROM memory_search_text WHERE rowid = ?", (row[0],))
+        conn.execute(f"DELETE FROM memory_search_text WHERE {index_for(conn).key} = ?", (row[0],))
         conn.execute("DELETE FROM memory_search_files WHERE id = ?", (row[0],))

@@ -503,7 +503,6 @@ def m020_mcp_servers(conn: sqlite3.Connection) -> None:
     upstream.migrate(conn)
 
 
-
 @migration
 def m021_store_meta(conn: sqlite3.Connection) -> None:
     """Facts about the store itself (store/store_meta.py), such as the marker a shared data root must carry."""

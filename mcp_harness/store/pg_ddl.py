@@ -56,7 +56,9 @@ def m012_event_payloads(conn: PgConnection) -> None:
 
 def m015_hm_search(conn: PgConnection) -> None:
     # FTS5 with unicode61 and prefix indexes → a tsvector of the 'simple' configuration (no stemming, as unicode61
-    # has none) under GIN; prefix queries are `:*` terms. The text row's id is its item's (FTS5's rowid there).
+    # has none) under GIN; prefix queries are `:*` terms. The text row's id is its item's (FTS5's rowid there). The
+    # tsvector is a plain column the store fills from words it folded and split itself (store/keyword_index.py says
+    # why not a generated column over PostgreSQL's parser); the memory file's path carries weight A, its text D.
     _run(
         conn,
         (
@@ -64,8 +66,7 @@ def m015_hm_search(conn: PgConnection) -> None:
             "agent_id TEXT NOT NULL, path TEXT NOT NULL, size BIGINT NOT NULL, mtime_ns BIGINT NOT NULL, "
             "UNIQUE (agent_id, path))",
             "CREATE TABLE memory_search_text (id BIGINT PRIMARY KEY REFERENCES memory_search_files (id) "
-            "ON DELETE CASCADE, path TEXT NOT NULL, content TEXT NOT NULL, tsv tsvector GENERATED ALWAYS AS "
-            "(to_tsvector('simple', path || ' ' || content)) STORED)",
+            "ON DELETE CASCADE, path TEXT NOT NULL, content TEXT NOT NULL, tsv tsvector NOT NULL)",
             "CREATE INDEX memory_search_text_tsv ON memory_search_text USING gin (tsv)",
             "CREATE TRIGGER memory_search_agent_gone AFTER DELETE ON agents BEGIN "
             "DELETE FROM memory_search_files WHERE agent_id = old.id; END",
@@ -77,7 +78,7 @@ def m015_hm_search(conn: PgConnection) -> None:
             "CREATE INDEX hm_search_items_by_account ON hm_search_items (account, kind, ts)",
             "CREATE INDEX hm_search_items_by_kind ON hm_search_items (kind, ts)",
             "CREATE TABLE hm_search_text (id BIGINT PRIMARY KEY REFERENCES hm_search_items (id) ON DELETE CASCADE, "
-            "text TEXT NOT NULL, tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED)",
+            "text TEXT NOT NULL, tsv tsvector NOT NULL)",
             "CREATE INDEX hm_search_text_tsv ON hm_search_text USING gin (tsv)",
             "CREATE TABLE hm_search_docs (space TEXT NOT NULL, path TEXT NOT NULL, ref TEXT NOT NULL, "
             "has_state INTEGER NOT NULL, PRIMARY KEY (space, path))",

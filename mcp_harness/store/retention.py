@@ -17,7 +17,8 @@ A dry run does all of it inside one transaction and rolls back: the report is ex
 
 Then the space goes back to the file system. Incremental auto-vacuum can only be switched on for an existing database
 by a full VACUUM, so the first gc of a database rewrites it once (it needs free disk about the database's size, and
-holds the write lock while it runs); later ones run `PRAGMA incremental_vacuum`, which only frees pages.
+holds the write lock while it runs); later ones run `PRAGMA incremental_vacuum`, which only frees pages. On
+PostgreSQL autovacuum does that job: gc prunes and reports the database's size (`pg_database_size`), vacuums nothing.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from mcp_harness.runs.records import LIVE, TERMINAL
 from mcp_harness.store import payloads
 from mcp_harness.store._util import iso_time, now_ms
 from mcp_harness.store.db import Database
+from mcp_harness.store.dialect import backend
 
 if TYPE_CHECKING:
     from mcp_harness.store.attachments import AttachmentStore
@@ -125,7 +127,7 @@ def collect(
     """Prune as `policy` says, sweep unused stored values (and `attachments`' files no session holds), vacuum; or,
     with `dry_run`, say what that would do."""
     now = now_ms() if now is None else now
-    before = file_bytes(db.path)
+    before = _size(db)
     pruned = Pruned(cutoff=0)
     if dry_run:
         with suppress(_DryRun), db.transaction():
@@ -140,7 +142,7 @@ def collect(
         pruned=pruned,
         vacuum=vacuum,
         file_bytes_before=before,
-        file_bytes_after=file_bytes(db.path),
+        file_bytes_after=_size(db),
         attachment_files=swept[0],
         attachment_bytes=swept[1],
     )
@@ -149,6 +151,13 @@ def collect(
 def file_bytes(path: Path) -> int:
     """The database's size on disk, its write-ahead log included."""
     return sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())
+
+
+def _size(db: Database) -> int:
+    with db.reading() as conn:
+        if backend(conn) == "postgres":
+            return int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+    return file_bytes(db.path)
 
 
 def _prune(db: Database, policy: Retention, now: int) -> Pruned:
@@ -209,7 +218,7 @@ def _cutoff(db: Database, policy: Retention, now: int) -> int:
             "FROM event_payload_refs r JOIN shares s ON s.hash = r.hash WHERE r.session_id = e.session_id "
             f"AND r.seq = e.seq), 0) AS bytes FROM session_events e WHERE {_prunable()}) "
             "SELECT ts, freed FROM (SELECT ts, SUM(bytes) OVER (ORDER BY ts ROWS UNBOUNDED PRECEDING) AS freed "
-            "FROM candidates) WHERE freed >= ? ORDER BY ts LIMIT 1",
+            "FROM candidates) AS running WHERE freed >= ? ORDER BY ts LIMIT 1",
             (policy.keep_last, excess),
         ).fetchone()
     # Short of the limit even with every prunable event gone: all of them go.
@@ -253,9 +262,13 @@ def _unindex(conn: sqlite3.Connection, session_id: str, messages: list[bytes]) -
     """Take pruned messages out of the search index (`store/search.py` keeps one row per message, by content)."""
     from mcp_harness.store.search import message_text
 
+    postgres = backend(conn) == "postgres"
     for blob in messages:
         text = message_text(cbor2.loads(blob))
         if text is None:
+            continue
+        if postgres:
+            _unindex_pg(conn, session_id, text)
             continue
         exact = "SELECT rowid FROM message_search WHERE session_id = ? AND content = ? ORDER BY rowid LIMIT 1"
         row = None
@@ -269,6 +282,20 @@ def _unindex(conn: sqlite3.Connection, session_id: str, messages: list[bytes]) -
             row = conn.execute(exact, (session_id, text)).fetchone()
         if row is not None:
             conn.execute("DELETE FROM message_search WHERE rowid = ?", (row[0],))
+
+
+def _unindex_pg(conn: sqlite3.Connection, session_id: str, text: str) -> None:
+    """`_unindex` on PostgreSQL: the row by its identity `id` (no rowid there). pg_trgm's GIN index can find it from
+    the text's start as FTS5's trigram MATCH does (`ILIKE`, with `%`, `_` and backslash escaped), or the planner
+    reads the session's rows; `content = ?` checks it is this message."""
+    piece = text[:64].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    row = conn.execute(
+        "SELECT id FROM message_search WHERE session_id = ? AND content ILIKE ? ESCAPE '\\' AND content = ? "
+        "ORDER BY id LIMIT 1",
+        (session_id, f"{piece}%", text),
+    ).fetchone()
+    if row is not None:
+        conn.execute("DELETE FROM message_search WHERE id = ?", (row[0],))
 
 
 def _prune_journals(db: Database, cutoff: int) -> tuple[int, int, int]:
@@ -286,6 +313,8 @@ def _prune_journals(db: Database, cutoff: int) -> tuple[int, int, int]:
 
 def _vacuum(db: Database) -> str:
     with db.reading() as conn:
+        if backend(conn) == "postgres":
+            return "none"  # autovacuum's job; PRAGMA, VACUUM into a new layout and the WAL checkpoint are SQLite's
         if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
             # executescript steps the pragma to its end; execute() would free a single page.
             conn.executescript("PRAGMA incremental_vacuum;")

@@ -1,5 +1,6 @@
-"""Reads of the search indexes (`hm_search.py`, `memory_search.py`): keyword matches ranked by bm25, the candidates
-semantic search compares, and the names results are labelled with. Plain functions of a connection; they block.
+"""Reads of the search indexes (`hm_search.py`, `memory_search.py`): keyword matches ranked by bm25 (`ts_rank_cd` on
+PostgreSQL: `store/keyword_index.py`), the candidates semantic search compares, and the names results are labelled
+with. Plain functions of a connection; they block.
 
 A document row is returned only while its resource is live (joined to `hm_documents`), with the heads of its
 current version, so a result always names a version that exists now even if the index were behind.
@@ -11,6 +12,8 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from mcp_harness.store.keyword_index import index_for
+
 TITLE_LIKE = ("title", "profile")
 """Ranked before body matches, as the reference ranks titles and profiles before everything else."""
 MEMORY_TEXT_CHARS = 4000
@@ -19,10 +22,11 @@ MEMORY_TEXT_CHARS = 4000
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One matching row: what it is, where it is, its text and its rank (bm25, lower is better; or similarity)."""
+    """One matching row: what it is, where it is, its text and its rank (bm25 or the negated ts_rank_cd, lower is
+    better; or similarity)."""
 
     key: str
-    """`hm:<rowid>` or `mem:<rowid>`: unique across both indexes, for blending rankings."""
+    """`hm:<id>` or `mem:<id>` (the item's id): unique across both indexes, for blending rankings."""
     kind: str
     """title, document (a block), profile, comment, or memory."""
     account: str
@@ -38,7 +42,7 @@ class Hit:
 
 _HM_COLUMNS = (
     "SELECT i.id, i.kind, i.account, i.space, i.path, i.block, i.tsid, i.ts, t.text, {score}, d.heads "
-    "FROM hm_search_text t JOIN hm_search_items i ON i.id = t.rowid "
+    "FROM hm_search_text t JOIN hm_search_items i ON i.id = t.{key} "
     "LEFT JOIN hm_documents d ON i.kind IN ('title', 'document') AND d.space = i.space AND d.path = i.path "
 )
 _HM_LIVE = "(i.kind NOT IN ('title', 'document') OR d.live = 1)"
@@ -73,17 +77,23 @@ def hm_keyword(
     conn: sqlite3.Connection, match: str, kinds: Sequence[str], account: str | None, limit: int
 ) -> list[Hit]:
     """The best `limit` rows matching the FTS5 expression `match`: titles and profiles first, then by bm25."""
+    index = index_for(conn)
+    found = index.match("hm_search_text", match, memory=False)
+    if found is None:
+        return []
     where, args = _hm_filter(kinds, account)
-    sql = _HM_COLUMNS.format(score="bm25(hm_search_text)") + (
-        f"WHERE hm_search_text MATCH ? AND {where} ORDER BY i.kind IN ('title', 'profile') DESC, 10, i.id LIMIT ?"
+    sql = _HM_COLUMNS.format(score=found.score, key=index.key) + (
+        f"WHERE {found.where} AND {where} "
+        "ORDER BY CASE WHEN i.kind IN ('title', 'profile') THEN 0 ELSE 1 END, 10, i.id LIMIT ?"
     )
-    return [_hm_hit(row) for row in conn.execute(sql, [match, *args, limit])]
+    return [_hm_hit(row) for row in conn.execute(sql, [*found.score_args, *found.where_args, *args, limit])]
 
 
 def hm_candidates(conn: sqlite3.Connection, kinds: Sequence[str], account: str | None, limit: int) -> list[Hit]:
     """The newest `limit` rows in scope, for semantic search to compare (score 0)."""
     where, args = _hm_filter(kinds, account)
-    sql = _HM_COLUMNS.format(score="0.0") + f"WHERE {where} ORDER BY i.ts DESC, i.id DESC LIMIT ?"
+    columns = _HM_COLUMNS.format(score="0.0", key=index_for(conn).key)
+    sql = columns + f"WHERE {where} ORDER BY i.ts DESC, i.id DESC LIMIT ?"
     return [_hm_hit(row) for row in conn.execute(sql, [*args, limit])]
 
 
@@ -104,11 +114,15 @@ def _memory_hit(row: sqlite3.Row | tuple[object, ...]) -> Hit:
 
 def memory_keyword(conn: sqlite3.Connection, agent_id: str, match: str, limit: int) -> list[Hit]:
     """The agent's memory files matching `match`, by bm25 (a hit in the path weighs more than one in the text)."""
+    index = index_for(conn)
+    found = index.match("memory_search_text", match, memory=True)
+    if found is None:
+        return []
     rows = conn.execute(
-        "SELECT f.id, f.path, f.mtime_ns, t.content, bm25(memory_search_text, 4.0, 1.0) FROM memory_search_text t "
-        "JOIN memory_search_files f ON f.id = t.rowid WHERE memory_search_text MATCH ? AND f.agent_id = ? "
+        f"SELECT f.id, f.path, f.mtime_ns, t.content, {found.score} FROM memory_search_text t "
+        f"JOIN memory_search_files f ON f.id = t.{index.key} WHERE {found.where} AND f.agent_id = ? "
         "ORDER BY 5, f.id LIMIT ?",
-        (match, agent_id, limit),
+        (*found.score_args, *found.where_args, agent_id, limit),
     )
     return [_memory_hit(row) for row in rows]
 
@@ -117,7 +131,8 @@ def memory_candidates(conn: sqlite3.Connection, agent_id: str, limit: int) -> li
     """The agent's most recently changed memory files, each as its path and the start of its text."""
     rows = conn.execute(
         "SELECT f.id, f.path, f.mtime_ns, substr(t.content, 1, ?), 0.0 FROM memory_search_files f "
-        "JOIN memory_search_text t ON t.rowid = f.id WHERE f.agent_id = ? ORDER BY f.mtime_ns DESC, f.id DESC LIMIT ?",
+        f"JOIN memory_search_text t ON t.{index_for(conn).key} = f.id WHERE f.agent_id = ? "
+        "ORDER BY f.mtime_ns DESC, f.id DESC LIMIT ?",
         (MEMORY_TEXT_CHARS, agent_id, limit),
     )
     return [_memory_hit(row) for row in rows]
@@ -126,9 +141,10 @@ def memory_candidates(conn: sqlite3.Connection, agent_id: str, limit: int) -> li
 def titles(conn: sqlite3.Connection, resources: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """The indexed name of each live document among `resources`."""
     out: dict[tuple[str, str], str] = {}
+    key = index_for(conn).key
     for space, path in dict.fromkeys(resources):
         row = conn.execute(
-            "SELECT t.text FROM hm_search_items i JOIN hm_search_text t ON t.rowid = i.id "
+            f"SELECT t.text FROM hm_search_items i JOIN hm_search_text t ON t.{key} = i.id "
             "WHERE i.space = ? AND i.path = ? AND i.kind = 'title'",
             (space, path),
         ).fetchone()
@@ -140,9 +156,10 @@ def titles(conn: sqlite3.Connection, resources: Iterable[tuple[str, str]]) -> di
 def profile_names(conn: sqlite3.Connection, accounts: Iterable[str]) -> dict[str, str]:
     """The indexed profile name (its first line) of each account among `accounts` that has one."""
     out: dict[str, str] = {}
+    key = index_for(conn).key
     for account in dict.fromkeys(accounts):
         row = conn.execute(
-            "SELECT t.text FROM hm_search_items i JOIN hm_search_text t ON t.rowid = i.id "
+            f"SELECT t.text FROM hm_search_items i JOIN hm_search_text t ON t.{key} = i.id "
             "WHERE i.kind = 'profile' AND i.account = ?",
             (account,),
         ).fetchone()
