@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from mcp_harness.store.keyword_index import fold  # the index's fold: a snippet finds the words the index matched
 
 _TERM = re.compile(r'"([^"]*)"?|(\S+)')
 _WORD = re.compile(r"[^\W_]+")
@@ -48,11 +49,6 @@ def parse_query(text: str) -> Query | None:
     if bare_last:  # the reference's trailing `*`: the last word typed may be unfinished
         parts[-1] += "*"
     return Query(" ".join(parts), tuple(dict.fromkeys(words)))
-
-
-def fold(text: str) -> str:
-    """Case- and accent-folded as the index's tokenizer compares (`unicode61 remove_diacritics 2`)."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).casefold()
 
 
 def _folded_with_map(text: str) -> tuple[str, list[int]]:
