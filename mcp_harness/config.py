@@ -284,8 +284,9 @@ class StoreSettings(BaseModel):
     keep_last: int = Field(default=200, ge=1)
     """Events every session keeps whatever their age or the size (what `read thread:<id>` shows)."""
     url: str | None = None
-    """A PostgreSQL database (`postgresql://user:password@host/db`) to keep the store in instead of the SQLite file
-    in the data dir: the groundwork of docs/postgres.md; `serve` does not use it yet."""
+    """A PostgreSQL 15+ database (`postgresql://user:password@host/db`) to keep the store in instead of the SQLite
+    file in the data dir, so several replicas share it (README, "Deploying several replicas"; docs/postgres.md).
+    Unset: SQLite. Memory trees and attachments stay under the data dir, which the replicas must share."""
 
     @field_validator("url")
     @classmethod

@@ -13,7 +13,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -28,6 +28,8 @@ from mcp_harness.spaces.registry import uses_network
 from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
 from mcp_harness.store._util import new_id
 from mcp_harness.store.attachments import AttachmentStore
+from mcp_harness.store.change_bus import start_change_bus
+from mcp_harness.store.open import open_serving_store
 from mcp_harness.store.sessions import Actor, SessionKind
 from mcp_harness.store.tools import ToolStore
 from mcp_harness.store.triggers import TriggerStore
@@ -117,7 +119,11 @@ class Harness:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.data_dir = settings.data_dir
-        self.db = Database(settings.data_dir / "harness.db")
+        # PgDatabase meets Database's port (store/port.py); the stores are typed against Database until they move
+        # to that Protocol, hence the cast rather than a union every store would refuse.
+        self.db = cast(Database, open_serving_store(settings))
+        self._change_bus = start_change_bus(self.db)
+        """PostgreSQL: this replica's commits announced to the others, theirs heard (store/change_bus.py)."""
         self.agents = AgentStore(self.db, settings.data_dir)
         self.sessions = SessionStore(self.db)
         self.tools = ToolStore(self.db)
@@ -148,6 +154,8 @@ class Harness:
         self.agents.ensure_account(self.account_id, "local owner")
 
     def close(self) -> None:
+        if self._change_bus is not None:
+            self._change_bus.close()
         self.db.close()
 
     # -- agents --------------------------------------------------------------------------------------------
@@ -271,6 +279,11 @@ class Harness:
 
             self._engine.on_terminal.append(lambda run: on_run_terminal(self, run))
         return self._engine
+
+    @property
+    def engine_owner(self) -> str | None:
+        """The serving engine's instance id (its heartbeat row, `store/instances.py`), None while none serves."""
+        return self._engine.owner if self._engine is not None and self._engine_users > 0 else None
 
     @property
     def scheduler(self) -> Scheduler:

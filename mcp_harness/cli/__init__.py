@@ -31,6 +31,7 @@ GROUPS = (
     "hm",
     "config",
     "doctor",
+    "migrate",
     "gc",
 )
 """The command groups, by module under `mcp_harness.cli`, in `--help` order. Imported by name: `serve` over stdio

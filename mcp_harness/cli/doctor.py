@@ -1,4 +1,5 @@
-"""`mcp-harness doctor`: can this host run the sandbox, with which runtimes, and is the data dir usable."""
+"""`mcp-harness doctor`: can this host run the sandbox, with which runtimes, is the data dir usable, and the
+database's state (`cli/doctor_db.py`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from mcp_harness.cli._common import command_flags, emit, settings_of
 
 
 def register(sub: Any) -> None:
-    doctor = sub.add_parser("doctor", help="check the code sandbox (bubblewrap), its runtimes and the data dir")
+    doctor = sub.add_parser(
+        "doctor", help="check the code sandbox (bubblewrap), its runtimes, the data dir and the database"
+    )
     doctor.set_defaults(handler=_doctor_command)
     command_flags(doctor)
 
@@ -79,6 +82,9 @@ def _doctor_command(args: argparse.Namespace, out: Any) -> int:
     line(*_monty_state())
     writable, state = _data_dir_state(settings.data_dir)
     line(writable, "data dir", f"{settings.data_dir} ({state})")
+    from mcp_harness.cli.doctor_db import database_checks
+
+    database_checks(settings, line)
     good = all(c["ok"] is not False for c in checks)
     lines = [f"[{'ok' if c['ok'] else '--' if c['ok'] is None else '!!'}] {c['check']}: {c['detail']}" for c in checks]
     lines.append("All good." if good else "Some checks failed; see the lines marked [!!].")

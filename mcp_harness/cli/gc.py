@@ -12,6 +12,7 @@ from typing import Any
 
 from mcp_harness.cli._common import command_flags, emit, plural
 from mcp_harness.config import load_settings
+from mcp_harness.errors import StorageError
 
 
 def register(sub: Any) -> None:
@@ -47,6 +48,13 @@ def _gc_command(args: argparse.Namespace, out: Any) -> int:
     )
     max_age, max_bytes = settings.store.limits()
     policy = Retention(max_age_ms=max_age, max_bytes=max_bytes, keep_last=settings.store.keep_last)
+    if settings.store.url is not None:
+        # retention.collect measures and vacuums the SQLite file (PRAGMA, wal_checkpoint): on PostgreSQL those
+        # steps are autovacuum's, and the pruning itself is not ported yet (docs/postgres.md, retention.py).
+        raise StorageError(
+            "mcp-harness gc runs on the SQLite store only for now: with [store] url (PostgreSQL) nothing is pruned "
+            "yet, and PostgreSQL's autovacuum gives space back on its own (no VACUUM or checkpoint to run)."
+        )
     db = Database(settings.data_dir / "harness.db")
     try:
         files = AttachmentStore(db, settings.data_dir / "attachments")

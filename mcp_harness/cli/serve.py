@@ -112,6 +112,7 @@ def _serve_http(harness: Harness, server: Any, settings: Settings, host: str, po
         hooks=harness,
         attachments=harness,
         ipfs=harness,
+        health=harness,
     )
     listener.open()
     try:

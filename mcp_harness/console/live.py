@@ -3,7 +3,9 @@
 A commit made in this process signals at once (`Database.on_every_commit`); a commit made by another process (a
 `serve` or `chat` elsewhere on the same data dir) shows in SQLite's `PRAGMA data_version`, a counter read without
 touching any table, which waiters check at most once a second. Views re-read what they show after a wake and send
-it only if it changed, so a spurious wake costs one read.
+it only if it changed, so a spurious wake costs one read. On PostgreSQL another replica's commit arrives on the
+change bus (`store/change_bus.py`) at once, and `data_version` (there: any write in the cluster) is only its
+fallback, read every `BUS_FALLBACK_S`.
 """
 
 from __future__ import annotations
@@ -13,16 +15,19 @@ import time
 
 import anyio
 
-from mcp_harness.store.db import Database
+from mcp_harness.store.change_bus import ChangeBus
+from mcp_harness.store.port import Store
 
 FOREIGN_CHECK_S = 1.0
 """How often waiters look for other processes' commits."""
+BUS_FALLBACK_S = 10.0
+"""With a change bus, how often waiters still read `data_version`, for a hint the bus lost."""
 
 
 class ChangeFeed:
     """A generation counter that moves on every commit; `changed(seen, timeout)` waits for it to move."""
 
-    def __init__(self, db: Database, *, foreign_check_s: float = FOREIGN_CHECK_S) -> None:
+    def __init__(self, db: Store, *, foreign_check_s: float = FOREIGN_CHECK_S) -> None:
         self._db = db
         self._foreign_check_s = foreign_check_s
         self.generation = 0
@@ -30,11 +35,21 @@ class ChangeFeed:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._data_version: int | None = None
         self._checked_at = 0.0
-        self.stop = db.on_every_commit(self._signal)
+        self._stops = [db.on_every_commit(self._signal)]
+        bus = ChangeBus.of(db)
+        if bus is not None:
+            self._stops.append(bus.on_change(self._signal))
+            self._foreign_check_s = max(foreign_check_s, BUS_FALLBACK_S)
+
+    def stop(self) -> None:
+        """Stop listening for commits (this process's and, through the bus, other replicas')."""
+        for stop in self._stops:
+            stop()
 
     def _signal(self) -> None:
-        # Runs on whichever thread committed, under the database lock: it must not block, so it only schedules the
-        # bump on the loop (anyio's from_thread would wait for the loop, which may itself be waiting on that lock).
+        # Runs on whichever thread committed (or the bus's), under the database lock: it must not block, so it only
+        # schedules the bump on the loop (anyio's from_thread would wait for the loop, which may itself be waiting
+        # on that lock).
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._bump)
@@ -68,4 +83,4 @@ class ChangeFeed:
         self._data_version = version
 
 
-__all__ = ["FOREIGN_CHECK_S", "ChangeFeed"]
+__all__ = ["BUS_FALLBACK_S", "FOREIGN_CHECK_S", "ChangeFeed"]

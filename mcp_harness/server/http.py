@@ -77,6 +77,7 @@ def http_app(
     hooks: Harness | None = None,
     attachments: Harness | None = None,
     ipfs: Harness | None = None,
+    health: Harness | None = None,
 ) -> Starlette:
     """The ASGI app. `loopback` is whether the bound address is loopback (default: resolve `host`); a non-loopback
     bind without tokens is refused. `session_visible` (see `session_visibility`) refuses `/mcp/sessions/{id}` at
@@ -84,7 +85,8 @@ def http_app(
     console at `/` (`server/console.py`). `hooks` (the harness) mounts webhook deliveries at `/hooks/<trigger id>`
     (`server/hooks.py`). `attachments` (the harness) mounts uploads at `/mcp/sessions/<id>/attachments`
     (`server/attachments_http.py`). `ipfs` (the harness) mounts `GET /ipfs/<cid>` over its block store and signed
-    blobs (`server/ipfs_http.py`) and the Seed web API, `/api/<Key>` and `/hm/api/config` (`server/seed_api.py`)."""
+    blobs (`server/ipfs_http.py`) and the Seed web API, `/api/<Key>` and `/hm/api/config` (`server/seed_api.py`).
+    `health` (the harness) mounts `GET /healthz` for load balancers, without a token (`server/health.py`)."""
     if loopback is None:
         loopback = edge.resolves_to_loopback(host)
     if not loopback and not http.tokens:
@@ -214,6 +216,10 @@ def http_app(
 
         routes += ipfs_routes(ipfs, admitted)
         routes += seed_api_routes(ipfs, admitted)  # the Seed web API over the same node (server/seed_api.py)
+    if health is not None:  # no guard: a load balancer probes by address and holds no token; it reveals two words
+        from mcp_harness.server.health import health_routes
+
+        routes += health_routes(health)
     if console is not None:  # the web console at `/`, behind the same guard; imported only here, never for stdio
         from mcp_harness.server.console import console_routes
 

@@ -141,3 +141,11 @@ def test_gc_deletes_the_attachment_files_no_session_holds_and_keeps_the_held_one
     code, out, _ = run(capsys, "gc", "--data-dir", str(data))
     assert code == 0 and "Pruned 1 attachment file no session holds any more (5.0 kB)." in out.splitlines()
     assert not gone_path.exists() and kept_path.read_bytes() == b"kept bytes"
+
+
+def test_gc_on_postgresql_says_it_does_not_run_there_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[store]\nurl = "postgresql://harness@db.internal/harness"\n')
+    code, out, err = run(capsys, "gc", "--config", str(config), "--data-dir", str(tmp_path / "data"))
+    assert (code, out) == (1, "")
+    assert "SQLite store only for now" in err and "autovacuum" in err
