@@ -12,7 +12,6 @@ from typing import Any
 
 from mcp_harness.cli._common import command_flags, emit, plural
 from mcp_harness.config import load_settings
-from mcp_harness.errors import StorageError
 
 
 def register(sub: Any) -> None:
@@ -40,7 +39,7 @@ def _size(n: int) -> str:
 
 def _gc_command(args: argparse.Namespace, out: Any) -> int:
     from mcp_harness.store.attachments import AttachmentStore
-    from mcp_harness.store.db import Database
+    from mcp_harness.store.open import open_serving_store
     from mcp_harness.store.retention import Retention, collect
 
     settings = load_settings(
@@ -48,17 +47,10 @@ def _gc_command(args: argparse.Namespace, out: Any) -> int:
     )
     max_age, max_bytes = settings.store.limits()
     policy = Retention(max_age_ms=max_age, max_bytes=max_bytes, keep_last=settings.store.keep_last)
-    if settings.store.url is not None:
-        # retention.collect measures and vacuums the SQLite file (PRAGMA, wal_checkpoint): on PostgreSQL those
-        # steps are autovacuum's, and the pruning itself is not ported yet (docs/postgres.md, retention.py).
-        raise StorageError(
-            "mcp-harness gc runs on the SQLite store only for now: with [store] url (PostgreSQL) nothing is pruned "
-            "yet, and PostgreSQL's autovacuum gives space back on its own (no VACUUM or checkpoint to run)."
-        )
-    db = Database(settings.data_dir / "harness.db")
+    db = open_serving_store(settings)  # PostgreSQL: the shared data root's attachments are swept too
     try:
         files = AttachmentStore(db, settings.data_dir / "attachments")
-        report = db.run(lambda d: collect(d, policy, dry_run=args.dry_run, attachments=files))
+        report = db.run(lambda d: collect(d, policy, dry_run=args.dry_run, attachments=files))  # pyright: ignore[reportArgumentType]
     finally:
         db.close()
     p = report.pruned
@@ -79,6 +71,8 @@ def _gc_command(args: argparse.Namespace, out: Any) -> int:
         )
     if report.dry_run:
         lines.append(f"Database: {_size(report.file_bytes_before)} (a dry run changes nothing).")
+    elif report.vacuum == "none":  # PostgreSQL: autovacuum gives the space back on its own
+        lines.append(f"Database: {_size(report.file_bytes_before)} → {_size(report.file_bytes_after)} (autovacuum).")
     else:
         how = "rewritten once with incremental auto-vacuum" if report.vacuum == "full" else "incremental vacuum"
         lines.append(f"Database: {_size(report.file_bytes_before)} → {_size(report.file_bytes_after)} ({how}).")

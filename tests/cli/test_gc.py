@@ -11,6 +11,7 @@ from mcp_harness.config import load_settings
 from mcp_harness.errors import BadRequest
 from mcp_harness.harness import Harness
 from tests.cli.clikit import run
+from tests.store.pgkit import Cluster, pg_cluster_fixture  # noqa: F401  (the fixture)
 
 
 def _old_log(data: Path, events: int) -> str:
@@ -143,9 +144,30 @@ def test_gc_deletes_the_attachment_files_no_session_holds_and_keeps_the_held_one
     assert not gone_path.exists() and kept_path.read_bytes() == b"kept bytes"
 
 
-def test_gc_on_postgresql_says_it_does_not_run_there_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gc_prunes_a_postgresql_store_and_leaves_vacuuming_to_autovacuum(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pg_cluster: Cluster
+) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[store]\nurl = "postgresql://harness@db.internal/harness"\n')
-    code, out, err = run(capsys, "gc", "--config", str(config), "--data-dir", str(tmp_path / "data"))
-    assert (code, out) == (1, "")
-    assert "SQLite store only for now" in err and "autovacuum" in err
+    config.write_text(f'[store]\nurl = "{pg_cluster.new_database(migrated=True)}"\nkeep_last = 3\n')
+    data = tmp_path / "data"
+    h = Harness(load_settings(config, data_dir=data))
+    try:
+        session = h.sessions.create(h.account_id, h.agent().id)
+        h.sessions.append_many(
+            session.id, [({"type": "message", "role": "user", "content": f"message {i}"}, "user") for i in range(10)]
+        )
+        with h.db.transaction() as conn:
+            conn.execute("UPDATE session_events SET created_at = 0")
+    finally:
+        h.close()
+    code, out, err = run(capsys, "gc", "--config", str(config), "--data-dir", str(data), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["events"]["pruned"] == 7 and report["vacuum"] == "none"
+    h = Harness(load_settings(config, data_dir=data))
+    try:
+        assert [e.payload["content"] for e in h.sessions.events(session.id)] == [f"message {i}" for i in (7, 8, 9)]
+    finally:
+        h.close()
+    code, out, _ = run(capsys, "gc", "--config", str(config), "--data-dir", str(data))
+    assert code == 0 and out.splitlines()[-1].endswith("(autovacuum).")
