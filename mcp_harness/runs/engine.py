@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
+import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 
 from mcp_harness.errors import HarnessError
@@ -27,7 +28,7 @@ from mcp_harness.runs.lane import StoreLane
 from mcp_harness.runs.outcomes import Canceled, Failed, Outcome
 from mcp_harness.runs.policy import RETRY_BASE_MS, RETRY_CAP_MS
 from mcp_harness.runs.records import continued_as
-from mcp_harness.store import instances
+from mcp_harness.store import instances, run_leases
 from mcp_harness.store._util import new_id, now_ms
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class RunEngine:
         retry_base_ms: int = RETRY_BASE_MS,
         retry_cap_ms: int = RETRY_CAP_MS,
         poll_interval_s: float = POLL_INTERVAL_S,
+        heartbeat_ms: int = instances.HEARTBEAT_MS,
     ) -> None:
         self.store = store
         self.executors = dict(executors)
@@ -135,6 +137,8 @@ class RunEngine:
         self.retry_base_ms = retry_base_ms
         self.retry_cap_ms = retry_cap_ms
         self.poll_interval_s = poll_interval_s
+        self.heartbeat_ms = heartbeat_ms
+        """How often this engine beats (`instances`) and sweeps the runs of dead owners back to the queue."""
         self.on_finalized: list[FinalizedHook] = []
         self.on_terminal: list[Callable[[RunRecord], None]] = []
         """Blocking hooks called inside every terminal commit's transaction, each under its own savepoint (a
@@ -147,6 +151,8 @@ class RunEngine:
         self._lane = StoreLane(store)
         self._beat_due = 0
         self._ended_check_due = 0
+        # What a pump pass may fail with and try again after: the database's errors (PgDatabase names psycopg's).
+        self._errors: tuple[type[Exception], ...] = (HarnessError, sqlite3.Error, *getattr(store.db, "errors", ()))
 
     # -- the store lane ----------------------------------------------------------------------------------------
 
@@ -178,14 +184,18 @@ class RunEngine:
         writer.setblocking(False)
         self._wake_socket = writer
         instances.here(self.owner)
+        unhear: Callable[[], None] = _nothing
         try:
             swept = await self.offload(self._boot, at_boot)
             if swept:
                 logger.info("Requeued %d run(s) left running by a process that is gone", len(swept))
+            # Another replica's enqueue wakes this pump now rather than at its next poll (a hint: the poll stays).
+            unhear = await anyio.to_thread.run_sync(self.store.hear_runs, self.wake)
             async with anyio.create_task_group() as tg:
                 task_status.started()
                 await self._pump(tg, reader)
         finally:
+            unhear()
             self._wake_socket = None
             writer.close()
             reader.close()
@@ -207,14 +217,19 @@ class RunEngine:
                         at_boot(live)
                 except Exception:  # the sweep stands; what the hook did not finish waits for the next boot
                     logger.exception("The boot hook failed")
-        self._beat_due = now_ms() + instances.HEARTBEAT_MS
+        self._beat_due = now_ms() + self.heartbeat_ms
         return swept
 
     def _heartbeat(self) -> None:
+        """Beat, then requeue the runs of owners gone since (another replica killed -9, say): every engine sweeps,
+        not only a booting one, so a fleet loses no run to a dead replica (store/run_leases.py). Blocking."""
         db = self.store.db
         with db.transaction() as conn:
             instances.touch(conn, [self.owner, db.instance_id])
-        self._beat_due = now_ms() + instances.HEARTBEAT_MS
+        self._beat_due = now_ms() + self.heartbeat_ms
+        swept = self.store.sweep_dead_owners()
+        if swept:
+            logger.info("Requeued %d run(s) whose engine is gone: %s", len(swept), ", ".join(swept))
 
     def _leave(self) -> None:
         """Serving stopped: the runs still marked running here are nobody's now (the next boot requeues them)."""
@@ -242,22 +257,23 @@ class RunEngine:
                 if self._running and now_ms() >= self._ended_check_due:
                     await self._stop_ended_elsewhere()
                 delay = await self._pass(tg)
-            except (HarnessError, sqlite3.Error):
+            except self._errors:
                 logger.exception("The run pump failed; trying again shortly")
                 delay = self.poll_interval_s
+            delay = min(delay, max(0.0, (self._beat_due - now_ms()) / 1000))  # the beat (and sweep) is due then
             with anyio.move_on_after(delay):
                 await anyio.wait_readable(reader)
             _drain(reader)
 
     async def _stop_ended_elsewhere(self) -> None:
-        """Stop executing runs another process ended (`mcp-harness runs cancel`): their rows are terminal, so what
-        the execution would still do is discarded anyway (canceled is sticky); stopping saves the tokens and time."""
+        """Stop executing runs another process ended (`runs cancel`) or another engine took over (this one paused
+        past `instances.STALE_MS`): their writes are dropped anyway (run_leases.py); stopping saves tokens and time."""
         self._ended_check_due = now_ms() + ENDED_CHECK_MS
-        ended = await self.offload(self.store.ended_among, list(self._running), first=True)
+        ended = await self.offload(self.store.lost_among, self.owner, list(self._running), first=True)
         for run_id in ended:
             slot = self._running.get(run_id)
             if slot is not None and slot.settled is None:  # not one this engine just settled itself
-                logger.info("Run %s was ended by another process; stopping its execution", run_id)
+                logger.info("Run %s was ended or taken over elsewhere; stopping its execution", run_id)
                 slot.scope.cancel()
 
     async def _pass(self, tg: TaskGroup) -> float:
@@ -283,6 +299,13 @@ class RunEngine:
         timers_due, queued_due, due = self.store.pending()
         if not timers_due and not (queued_due and any(n > 0 for n in free.values())):
             return [], due
+        if self.store.fleet:
+            # PostgreSQL: the claim runs beside the writers (its own transaction, `claiming`), so the timers are
+            # requeued before it, and the limits are the fleet's, counted from the database in the claim.
+            if timers_due:
+                self.store.wake_due()
+            claimed = self.store.claim_batch(self.owner, free, lease_ms=self.lease_ms, exclude=busy, limits=self.limits)
+            return claimed, self.store.next_due_at()
         with self.store.db.transaction():
             self.store.wake_due()
             claimed = self.store.claim_batch(self.owner, free, lease_ms=self.lease_ms, exclude=busy)
@@ -298,7 +321,8 @@ class RunEngine:
         _current_run.set(run.id)
         outcome: Outcome | None = None
         try:
-            outcome = await self._outcome(run, slot)
+            with run_leases.executing(run.id, self.owner):  # its writes to its row hold only under our lease
+                outcome = await self._outcome(run, slot)
         finally:
             # Once the outcome exists, commit it and run the hooks even during shutdown: a terminal row whose
             # hooks never ran would leave its parent waiting until the next boot reconciliation. An outcome the
@@ -312,7 +336,7 @@ class RunEngine:
             if settled is not None:
                 record, done = settled
             elif outcome is not None:
-                record, done = await self.offload(self._settle, run.id, outcome)
+                record, done = await self.offload(self._settle, run.id, outcome, None, self.owner)
             else:
                 return  # the row stopped being ours before it started, or a shutdown stopped the execution
             self._running.pop(run.id, None)
@@ -330,7 +354,7 @@ class RunEngine:
         with slot.scope:
             current: RunRecord | None = run
             if run.status != "running":
-                current = await self.offload(self.store.mark_running, run.id)
+                current = await self.offload(self.store.mark_running, run.id, self.owner)
             if current is None:
                 return None
             executor = self.executors.get(run.kind)
@@ -348,24 +372,41 @@ class RunEngine:
             return Canceled()
         return outcome
 
-    def _settle(self, run_id: str, outcome: Outcome, usage: Mapping[str, Any] | None = None) -> tuple[RunRecord, bool]:
+    def _settle(
+        self, run_id: str, outcome: Outcome, usage: Mapping[str, Any] | None = None, owner: str | None = None
+    ) -> tuple[RunRecord, bool]:
         """Commit an outcome (and `usage`, see `RunStore.settle`), with the executor's terminal effects in the same
-        transaction. Blocking."""
+        transaction. `owner`: an execution's own outcome, dropped if the lease is no longer ours. Blocking."""
         with self.store.db.transaction() as conn:
-            return self._settle_in(conn, run_id, outcome, usage)
+            return self._settle_in(conn, run_id, outcome, usage, owner)
 
     def _settle_in(
-        self, conn: sqlite3.Connection, run_id: str, outcome: Outcome, usage: Mapping[str, Any] | None
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        outcome: Outcome,
+        usage: Mapping[str, Any] | None,
+        owner: str | None = None,
     ) -> tuple[RunRecord, bool]:
         """`_settle` in the caller's open transaction, without a savepoint of its own."""
         record, done = self.store.settle_within(
-            conn, run_id, outcome, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms, usage=usage
+            conn,
+            run_id,
+            outcome,
+            retry_base_ms=self.retry_base_ms,
+            retry_cap_ms=self.retry_cap_ms,
+            usage=usage,
+            owner=owner,
         )
         if done:
             self._terminal_effects(record)
         return record, done
 
     def _terminal_effects(self, record: RunRecord) -> None:
+        with run_leases.released():  # the effects write to the run just ended (its plan, say): no lease to check
+            self._terminal_effects_of(record)
+
+    def _terminal_effects_of(self, record: RunRecord) -> None:
         for hook in self.on_terminal:
             try:
                 with self.store.db.transaction():
@@ -401,9 +442,9 @@ class RunEngine:
         with self.store.db.reading() as conn:
             # In the caller's transaction no savepoint of its own: a failure here fails the caller's whole write.
             if conn.in_transaction:
-                record, done = self._settle_in(conn, run_id, outcome, usage)
+                record, done = self._settle_in(conn, run_id, outcome, usage, self.owner)
             else:
-                record, done = self._settle(run_id, outcome, usage)
+                record, done = self._settle(run_id, outcome, usage, self.owner)
 
         def committed() -> None:
             slot.settled = (record, done)
@@ -532,6 +573,10 @@ class RunEngine:
     def running_ids(self) -> set[str]:
         """Runs executing in this process right now."""
         return set(self._running)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _drain(reader: socket.socket) -> None:

@@ -26,13 +26,15 @@ from mcp_harness.errors import StorageError
 from mcp_harness.store import instances
 from mcp_harness.store._util import new_id
 from mcp_harness.store.pg_connection import PgConnection, PgCursor, Row, configure, literal
-from mcp_harness.store.pg_notify import Listener, notify
+from mcp_harness.store.pg_notify import Listener, notify, relay
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 WRITER_LOCK = 0x6D63_7068_0001
 """The advisory lock every write transaction holds (SQLite's single writer, fleet-wide); migrations take another."""
+CLAIM_LOCK = 0x6D63_7068_0002
+"""The advisory lock run claims take instead of `WRITER_LOCK` (`claiming`): claims queue behind each other only."""
 
 
 class _ThreadState(threading.local):
@@ -46,6 +48,11 @@ class _ThreadState(threading.local):
 
 class PgDatabase:
     """A migrated PostgreSQL database behind a connection pool; the interface of `store.db.Database`."""
+
+    backend = "postgres"
+    """What `store.dialect.backend` says of its connections; stores ask it of the database without importing this."""
+    errors: tuple[type[Exception], ...] = (psycopg.Error,)
+    """The driver's failures, for a loop that retries after a database error (the run pump) without importing it."""
 
     def __init__(self, url: str, *, pool_size: int = 8, migrate: bool = True) -> None:
         from mcp_harness.store.pg_migrations import migrate as apply
@@ -73,8 +80,11 @@ class PgDatabase:
         instances.here(self.instance_id)
 
     @contextmanager
-    def transaction(self) -> Iterator[PgConnection]:
-        """One atomic change on this thread's connection; nested use joins it under a savepoint (as `Database`)."""
+    def transaction(self, *, lock: bool = True) -> Iterator[PgConnection]:
+        """One atomic change on this thread's connection; nested use joins it under a savepoint (as `Database`).
+
+        `lock=False` (phase 2, docs/postgres.md): an outermost transaction without the writer lock, for a store whose
+        statements serialize by row locks themselves. Nested, it joins the outer one (and whatever lock it holds)."""
         state = self._state
         if state.conn is not None:
             conn = state.conn
@@ -100,7 +110,8 @@ class PgDatabase:
             raw.execute("BEGIN")
             state.conn = conn
             try:
-                raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+                if lock:
+                    raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
                 yield conn
                 raw.execute("COMMIT")
             except BaseException:
@@ -115,6 +126,15 @@ class PgDatabase:
             fn()
         for fn in tuple(self._commit_listeners):
             fn()
+
+    @contextmanager
+    def claiming(self) -> Iterator[PgConnection]:
+        """A run claim's transaction (store/run_claims.py): not behind the writers, only behind other claims, so a
+        fleet's claims count live runs exactly; the candidates are taken `FOR UPDATE SKIP LOCKED`. Inside another
+        transaction it joins that one."""
+        with self.transaction(lock=False) as conn:
+            conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (CLAIM_LOCK,))
+            yield conn
 
     def on_every_commit(self, fn: Callable[[], None]) -> Callable[[], None]:
         """Call `fn` after every commit of `transaction()` in this process (other replicas': `data_version`)."""
@@ -152,6 +172,11 @@ class PgDatabase:
     def listen(self, *channels: str) -> Listener:
         """A connection of its own listening on `channels` (close it when done)."""
         return Listener(self.url, channels)
+
+    def on_notify(self, channel: str, wake: Callable[[], None]) -> Callable[[], None]:
+        """Call `wake()` (from a thread of its own) whenever a notification arrives on `channel`; returns the function
+        that stops listening. For a consumer that polls anyway and only wants to look sooner."""
+        return relay(lambda: self.listen(channel), lambda _got: wake())
 
     def data_version(self) -> int:
         """A stamp that moves whenever anything commits anywhere in the cluster (the WAL insert position): caches
@@ -209,4 +234,4 @@ def _redacted(url: str) -> str:
     return f"{scheme}://{userinfo.split(':', 1)[0]}@{tail}"
 
 
-__all__ = ["WRITER_LOCK", "PgConnection", "PgCursor", "PgDatabase", "Row"]
+__all__ = ["CLAIM_LOCK", "WRITER_LOCK", "PgConnection", "PgCursor", "PgDatabase", "Row"]

@@ -9,7 +9,10 @@ as the fallback (docs/postgres.md, "Runs across replicas"). On SQLite there is o
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -17,10 +20,14 @@ from psycopg import sql
 
 from mcp_harness.errors import BadRequest
 
+logger = logging.getLogger(__name__)
+
 CHANNEL = re.compile(r"harness_[a-z_]{1,40}")
 """Channels this harness uses: `harness_runs` (a run was queued), `harness_changes` (a resource changed)."""
 MAX_PAYLOAD = 7900
 """PostgreSQL refuses payloads of 8000 bytes or more; a hint never needs that much."""
+RELAY_WAIT_S = 0.5
+"""How long a relay's wait lasts before it looks whether it was stopped."""
 
 
 def check_channel(channel: str) -> str:
@@ -56,4 +63,30 @@ class Listener:
         self._conn.close()
 
 
-__all__ = ["CHANNEL", "MAX_PAYLOAD", "Listener", "check_channel", "notify"]
+def relay(listen: Callable[[], Listener], fn: Callable[[list[tuple[str, str]]], None]) -> Callable[[], None]:
+    """Listen now (blocking: the caller knows it hears from here on), then call `fn` with each batch of notifications
+    on a daemon thread of its own until the returned function is called. A relay that cannot listen (or whose
+    connection fails) logs it and does nothing more: its consumer still polls."""
+    stop = threading.Event()
+    try:
+        listener = listen()
+    except Exception:
+        logger.exception("Cannot listen for notifications; polling only")
+        return stop.set
+
+    def serve() -> None:
+        try:
+            while not stop.is_set():
+                got = listener.wait(RELAY_WAIT_S)
+                if got and not stop.is_set():
+                    fn(got)
+        except Exception:
+            logger.exception("Listening for notifications failed; polling only")
+        finally:
+            listener.close()
+
+    threading.Thread(target=serve, name="pg-notify-relay", daemon=True).start()
+    return stop.set
+
+
+__all__ = ["CHANNEL", "MAX_PAYLOAD", "RELAY_WAIT_S", "Listener", "check_channel", "notify", "relay"]

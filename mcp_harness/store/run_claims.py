@@ -7,7 +7,8 @@ Split from runs.py (the rest of a run's life: enqueue, park, settle, cancel, usa
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import cbor2
@@ -69,6 +70,34 @@ class RunClaims:
 
     db: Database
 
+    @property
+    def fleet(self) -> bool:
+        """Whether the database is shared by a fleet (PostgreSQL): claims then count live runs from the database and
+        take their candidates `FOR UPDATE SKIP LOCKED`, outside the writers' lock (`PgDatabase.claiming`)."""
+        return getattr(self.db, "backend", "sqlite") == "postgres"
+
+    @contextmanager
+    def _claiming(self) -> Iterator[sqlite3.Connection]:
+        if self.fleet:
+            with self.db.claiming() as conn:  # pyright: ignore[reportAttributeAccessIssue]
+                yield conn
+        else:
+            with self.db.transaction() as conn:  # SQLite's write lock serializes the claim, as ever
+                yield conn
+
+    def wake_hint(self) -> None:
+        """In the caller's transaction: tell the fleet's idle engines that a run is due (a hint, sent at commit; on
+        SQLite nothing: one process's engine is woken by its own `wake()`, another's by its poll)."""
+        if self.fleet:
+            self.db.notify("harness_runs", "")  # pyright: ignore[reportAttributeAccessIssue]
+
+    def hear_runs(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """On PostgreSQL, call `wake()` whenever a replica sends `wake_hint` (listening from now on, until the
+        returned function is called). On SQLite nothing: returns a no-op. Blocking."""
+        if not self.fleet:
+            return lambda: None
+        return self.db.on_notify("harness_runs", wake)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownVariableType]
+
     def pending(self) -> tuple[bool, bool, int | None]:
         """What a pump pass has to do, read without taking the write lock: whether a waiting run's timer is due,
         whether a queued run is due (it may still be blocked by its session's live turn), and `next_due_at()`."""
@@ -101,7 +130,9 @@ class RunClaims:
                 "SELECT (SELECT COUNT(*) FROM runs WHERE kind = ? AND status IN ('claimed', 'running')),"
                 " (SELECT COUNT(*) FROM runs r WHERE r.kind = ? AND r.status = 'queued' AND r.id != ?"
                 "  AND (r.not_before IS NULL OR r.not_before <= ?)"
-                "  AND ((r.queue = 'interactive') > ? OR ((r.queue = 'interactive') = ?"
+                # Integers, not booleans: PostgreSQL has no `boolean > integer`.
+                "  AND (CASE WHEN r.queue = 'interactive' THEN 1 ELSE 0 END > ?"
+                "  OR (CASE WHEN r.queue = 'interactive' THEN 1 ELSE 0 END = ?"
                 "  AND (r.created_at, r.id) < (?, ?)))),"
                 " ? IS NOT NULL AND EXISTS (SELECT 1 FROM runs o WHERE o.session_id = ?"
                 "  AND o.status IN ('claimed', 'running'))",
@@ -136,10 +167,17 @@ class RunClaims:
         return None if row is None else run_record(row)
 
     def claim_batch(
-        self, owner: str, free: Mapping[str, int], *, lease_ms: int = 60_000, exclude: Collection[str] = ()
+        self,
+        owner: str,
+        free: Mapping[str, int],
+        *,
+        lease_ms: int = 60_000,
+        exclude: Collection[str] = (),
+        limits: Mapping[str, int] | None = None,
     ) -> list[RunRecord]:
         """Claim up to `free[kind]` runs of each kind, in `claim_next` order, and mark them running, all in one
         transaction: a pump pass's claims commit together or not at all (so none is left 'claimed' unstarted).
+        `limits` (a fleet's): at most `limits[kind]` claimed or running in the whole database, counted in the claim.
         """
         left = {kind: n for kind, n in free.items() if n > 0}
         if not left:
@@ -148,7 +186,19 @@ class RunClaims:
         kinds = sorted(left)
         skip = sorted(exclude)
         skip_sql = f" AND r.id NOT IN ({', '.join('?' for _ in skip)})" if skip else ""
-        with self.db.transaction() as conn:
+        lock = " FOR UPDATE OF r SKIP LOCKED" if self.fleet else ""
+        with self._claiming() as conn:
+            if limits is not None:
+                # Counted under the claim lock: every move into claimed/running is a claim, so the count is exact.
+                live = conn.execute(
+                    "SELECT kind, COUNT(*) FROM runs WHERE status IN ('claimed', 'running') "
+                    f"AND kind IN ({', '.join('?' for _ in kinds)}) GROUP BY kind",
+                    kinds,
+                ).fetchall()
+                for kind, n in live:
+                    left[kind] = min(left[kind], limits.get(kind, left[kind]) - int(n))
+                if not any(n > 0 for n in left.values()):
+                    return []
             # One read of the candidates in claim order and one update of the chosen, rather than one claim
             # statement (each sorting the whole queue again) per run: a fan-out's hundred children are claimed in
             # one pass. The choice is `claim_next`'s, repeated: a kind's free slots, and one live turn per session
@@ -158,7 +208,7 @@ class RunClaims:
                 f" AND (r.not_before IS NULL OR r.not_before <= ?) AND r.kind IN ({', '.join('?' for _ in kinds)})"
                 f"{skip_sql} AND NOT (r.kind = 'agent' AND r.session_id IS NOT NULL AND EXISTS ("
                 "  SELECT 1 FROM runs o WHERE o.session_id = r.session_id AND o.status IN ('claimed', 'running')))"
-                " ORDER BY r.queue = 'interactive' DESC, r.created_at, r.id",
+                f" ORDER BY r.queue = 'interactive' DESC, r.created_at, r.id{lock}",
                 (ts, *kinds, *skip),
             ).fetchall()
             chosen: list[str] = []

@@ -7,8 +7,9 @@ executes is not this module's business: it only records where each run stands.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
@@ -27,11 +28,14 @@ from mcp_harness.runs.policy import (
     usage_delta,
 )
 from mcp_harness.runs.records import LIVE, TERMINAL, RunKind, RunOrigin, RunQueue, RunRecord, RunStatus, continued_as
-from mcp_harness.store import instances
+from mcp_harness.store import dialect
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.batch import insert_rows
 from mcp_harness.store.db import Database
 from mcp_harness.store.run_claims import RunClaims, dump_cbor, load_cbor, run_record
+from mcp_harness.store.run_leases import RunLeases, held_elsewhere, require_lease
+
+logger = logging.getLogger(__name__)
 
 _LIVE_SQL = "('queued', 'claimed', 'running', 'waiting')"
 
@@ -54,12 +58,18 @@ class NewRun:
     max_attempts: int = 1
 
 
+def _locked(conn: sqlite3.Connection, of: str = "") -> str:
+    """`FOR UPDATE` on PostgreSQL, where claims run beside the writers (run_claims.py): a row read to decide a write
+    is the row as a concurrent claim left it. SQLite's one writer needs nothing."""
+    return f" FOR UPDATE{of}" if dialect.backend(conn) == "postgres" else ""
+
+
 def _check(what: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise BadRequest(f"Unknown run {what} {value!r}; use one of: {', '.join(allowed)}.")
 
 
-class RunStore(RunClaims):
+class RunStore(RunClaims, RunLeases):
     """The `runs` table: enqueue, claim, park, finalize, cancel, account usage. Methods block on SQLite.
 
     `retry_base_ms`/`retry_cap_ms` shape the backoff of retryable failures (tests shrink them).
@@ -152,6 +162,7 @@ class RunStore(RunClaims):
                     ts,
                 ),
             ).fetchone()
+            self.wake_hint()
         return run_record(row)
 
     def enqueue_many(self, new: Sequence[NewRun]) -> None:
@@ -211,6 +222,8 @@ class RunStore(RunClaims):
                 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
                 rows,
             )
+            if rows:
+                self.wake_hint()
 
     # -- the script journal (HARNESS §9.3) ---------------------------------------------------------------------
 
@@ -226,6 +239,7 @@ class RunStore(RunClaims):
         """Append entries (each with `callSeq`, `kind` and usually `key`); returns the encoded bytes added."""
         added = 0
         with self.db.transaction() as conn:
+            require_lease(conn, run_id, "journal entry")
             row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM run_journal WHERE run_id = ?", (run_id,)).fetchone()
             seq = int(row[0])
             for entry in entries:
@@ -296,51 +310,25 @@ class RunStore(RunClaims):
         parked = self._select("SELECT * FROM runs WHERE status = 'waiting' ORDER BY created_at, id", ())
         return [r for r in parked if (r.wait or {}).get("reason") == "children"]
 
-    def mark_running(self, run_id: str) -> RunRecord | None:
-        """Claimed → running; `started_at` keeps the first start across retries and resumes. None if not claimed."""
+    def mark_running(self, run_id: str, owner: str | None = None) -> RunRecord | None:
+        """Claimed → running; `started_at` keeps the first start across retries and resumes. None if not claimed
+        (by `owner`, when given)."""
         ts = now_ms()
+        mine, args = ("", ()) if owner is None else (" AND lease_owner = ?", (owner,))
         with self.db.transaction() as conn:
             row = conn.execute(
                 "UPDATE runs SET status = 'running', started_at = COALESCE(started_at, ?), updated_at = ? "
-                "WHERE id = ? AND status IN ('claimed', 'running') RETURNING *",
-                (ts, ts, run_id),
+                f"WHERE id = ? AND status IN ('claimed', 'running'){mine} RETURNING *",
+                (ts, ts, run_id, *args),
             ).fetchone()
         return None if row is None else run_record(row)
-
-    def ended_among(self, run_ids: Collection[str]) -> list[str]:
-        """Which of these runs are terminal: an engine asks about the runs it executes, since another process (`runs
-        cancel`) may have ended one."""
-        ids = sorted(run_ids)
-        if not ids:
-            return []
-        with self.db.reading() as conn:
-            rows = conn.execute(
-                f"SELECT id FROM runs WHERE id IN ({', '.join('?' for _ in ids)}) "
-                "AND status IN ('succeeded', 'failed', 'canceled')",
-                ids,
-            ).fetchall()
-        return [str(r[0]) for r in rows]
-
-    def sweep_at_boot(self, live: Collection[str] | None = None) -> list[str]:
-        """Requeue every claimed/running run whose holder is gone: its lease owner is none of the `live` instances
-        (read from `instances` when not given; see `store/instances.py`). Those rows were left by a crash or a
-        shutdown; the runs of another process still serving on this data dir are left to it. The lease is cleared;
-        the attempt count is kept (the next claim adds one)."""
-        with self.db.transaction() as conn:
-            held = instances.alive(conn) if live is None else live
-            condition, args = instances.not_in("lease_owner", held)
-            rows = conn.execute(
-                "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ? "
-                f"WHERE status IN ('claimed', 'running') AND {condition} RETURNING id",
-                (now_ms(), *args),
-            ).fetchall()
-        return [str(r[0]) for r in rows]
 
     # -- waiting ---------------------------------------------------------------------------------------------------
 
     def park(self, run_id: str, wait: dict[str, Any]) -> RunRecord:
         """Park a live run until it is requeued (or its timer/timeout passes). A terminal run is left alone."""
         with self.db.transaction() as conn:
+            require_lease(conn, run_id, "park")
             return self._park(conn, self._row(conn, run_id), wait)
 
     def requeue(self, run_id: str) -> bool:
@@ -351,6 +339,8 @@ class RunStore(RunClaims):
                 "WHERE id = ? AND status = 'waiting'",
                 (now_ms(), run_id),
             )
+            if cur.rowcount > 0:
+                self.wake_hint()
         return cur.rowcount > 0
 
     def wake_due(self) -> list[str]:
@@ -366,6 +356,7 @@ class RunStore(RunClaims):
 
     def set_plan(self, run_id: str, plan: dict[str, Any] | None) -> None:
         with self.db.transaction() as conn:
+            require_lease(conn, run_id, "plan")
             conn.execute(
                 "UPDATE runs SET plan_cbor = ?, updated_at = ? WHERE id = ?", (dump_cbor(plan), now_ms(), run_id)
             )
@@ -384,6 +375,7 @@ class RunStore(RunClaims):
         retry_base_ms: int | None = None,
         retry_cap_ms: int | None = None,
         usage: Mapping[str, Any] | None = None,
+        owner: str | None = None,
     ) -> tuple[RunRecord, bool]:
         """Record an outcome; the flag says whether this call made the run terminal (so hooks fire once). `usage`
         (the tokens of the execution's last reply) is added as `add_usage` would, in the same write: a terminal
@@ -393,14 +385,15 @@ class RunStore(RunClaims):
         a claimed/running row (the execution's own state); a row already waiting or requeued is left as it is.
         A retryable failure
         with attempts left goes back to the queue after a backoff, keeping its error. A terminal commit rolls the
-        run's usage into its parent's `children` block in the same transaction.
+        run's usage into its parent's `children` block in the same transaction. With `owner` (an execution's own
+        outcome) the outcome is dropped, and logged, unless the row is still live under that lease (run_leases.py).
 
         Raises:
             NotFound: no such run.
         """
         with self.db.transaction() as conn:
             return self.settle_within(
-                conn, run_id, outcome, retry_base_ms=retry_base_ms, retry_cap_ms=retry_cap_ms, usage=usage
+                conn, run_id, outcome, retry_base_ms=retry_base_ms, retry_cap_ms=retry_cap_ms, usage=usage, owner=owner
             )
 
     def settle_within(
@@ -412,17 +405,23 @@ class RunStore(RunClaims):
         retry_base_ms: int | None = None,
         retry_cap_ms: int | None = None,
         usage: Mapping[str, Any] | None = None,
+        owner: str | None = None,
     ) -> tuple[RunRecord, bool]:
         """`settle` in the caller's transaction (`conn`), without a savepoint of its own: for the engine, whose
         terminal commit wraps it with the terminal effects and fails whole."""
         if not conn.in_transaction:
             raise RuntimeError("settle_within needs the caller's open transaction.")
         row = self._row(conn, run_id)
+        lost = owner is not None and held_elsewhere(row, owner)
         delta = usage_delta(usage) if usage else None
-        if delta is not None and (row["status"] in TERMINAL or not isinstance(outcome, Succeeded | Canceled)):
+        if delta is not None and (lost or row["status"] in TERMINAL or not isinstance(outcome, Succeeded | Canceled)):
             row = self._add_usage(conn, row, delta)  # not a terminal write of ours: the usage goes on its own
             delta = None
         if row["status"] in TERMINAL:
+            return run_record(row), False
+        if lost:  # another engine took the run over: it decides now
+            state, holder = row["status"], row["lease_owner"]
+            logger.warning("Run %s is %s by %s, not %s: its outcome is dropped", run_id, state, holder, owner)
             return run_record(row), False
         if isinstance(outcome, Parked):
             if row["status"] not in ("claimed", "running"):
@@ -466,7 +465,7 @@ class RunStore(RunClaims):
             rows = conn.execute(
                 "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT r.id FROM runs r JOIN tree t "
                 "ON r.parent_run_id = t.id) SELECT r.* FROM runs r JOIN tree t ON r.id = t.id "
-                "ORDER BY r.depth DESC, r.created_at, r.id",
+                f"ORDER BY r.depth DESC, r.created_at, r.id{_locked(conn, ' OF r')}",
                 (run_id,),
             ).fetchall()
             # Deepest first, so a canceled child has rolled its usage up before its own parent rolls up in turn.
@@ -509,7 +508,7 @@ class RunStore(RunClaims):
 
     @staticmethod
     def _row(conn: sqlite3.Connection, run_id: str) -> sqlite3.Row:
-        row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = conn.execute(f"SELECT * FROM runs WHERE id = ?{_locked(conn)}", (run_id,)).fetchone()
         if row is None:
             raise NotFound(f"No run {run_id}.")
         return row

@@ -22,6 +22,13 @@ ACCOUNT = "acct"
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[Database]:
     database = Database(tmp_path / "h.db")
+    seed(database)
+    yield database
+    database.close()
+
+
+def seed(database: Database) -> None:
+    """The account and agent the suites' runs belong to."""
     with database.transaction() as conn:
         conn.execute("INSERT INTO accounts (id, name, created_at) VALUES (?, 'tester', 0)", (ACCOUNT,))
         conn.execute(
@@ -29,8 +36,6 @@ def db(tmp_path: Path) -> Iterator[Database]:
             "VALUES ('agent', ?, 'tester', ?, '/nonexistent', 0, 0)",
             (ACCOUNT, cbor2.dumps({})),
         )
-    yield database
-    database.close()
 
 
 @pytest.fixture

@@ -1,6 +1,9 @@
-"""The durable run store: queue, claims, parking, retries, cancellation, usage and the public run shape."""
+"""The durable run store: queue, claims, parking, retries, cancellation, usage and the public run shape. Every test
+runs on SQLite and on PostgreSQL (`any_db`, tests/store/pgkit.py)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 
@@ -10,7 +13,15 @@ from mcp_harness.runs.policy import retry_delay_ms
 from mcp_harness.store._util import now_ms
 from mcp_harness.store.db import Database
 from mcp_harness.store.runs import RunStore
-from tests.runs.conftest import add, session, set_created
+from tests.runs.conftest import add, seed, session, set_created
+from tests.store.pgkit import any_db_fixture  # noqa: F401  (the any_db fixture)
+
+
+@pytest.fixture
+def db(any_db: Database) -> Iterator[Database]:
+    """The suite's database (tests/runs/conftest.py's `db`) on each backend in turn."""
+    seed(any_db)
+    yield any_db
 
 
 def test_enqueue_trims_the_title_and_refuses_a_blank_one(store: RunStore) -> None:
@@ -112,6 +123,18 @@ def test_claim_batch_claims_what_each_kind_allows_and_starts_it_in_one_transacti
     assert store.get(runs[0].id).status == "queued" and store.get(second.id).status == "queued"
     assert claimed[-1].id == flow.id
     assert store.claim_batch("me", {"agent": 0, "workflow": 0}) == []
+
+
+def test_queue_place_counts_live_runs_those_ahead_and_a_busy_session(db: Database, store: RunStore) -> None:
+    busy = session(db, "s-busy")
+    live = add(store, "live turn", session_id=busy)
+    assert store.claim_next("me", kinds=["agent"]) is not None
+    old, urgent, waiting = add(store, "old"), add(store, "urgent", queue="interactive"), add(store, session_id=busy)
+    for i, run in enumerate((live, old, urgent, waiting)):
+        set_created(db, run.id, i + 1)
+    assert store.queue_place(store.get(waiting.id)) == (1, 2, True)  # interactive first, then older
+    assert store.queue_place(store.get(old.id)) == (1, 1, False)
+    assert store.queue_place(store.get(urgent.id)) == (1, 0, False)
 
 
 def test_pending_reports_due_timers_due_queued_work_and_the_next_due_time(store: RunStore) -> None:
