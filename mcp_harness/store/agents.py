@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mcp_harness.definition import AgentDefinition
 from mcp_harness.errors import Conflict, NotFound
 from mcp_harness.store._util import new_id, now_ms
-from mcp_harness.store.db import Database
+from mcp_harness.store.port import Store
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -38,7 +38,7 @@ class AgentRecord:
         }
 
 
-def _row(row: sqlite3.Row) -> AgentRecord:
+def _row(row: Any) -> AgentRecord:
     return AgentRecord(
         id=row["id"],
         account_id=row["account_id"],
@@ -53,7 +53,7 @@ def _row(row: sqlite3.Row) -> AgentRecord:
 class AgentStore:
     """Agent rows. Methods block; call them through `Database.call`."""
 
-    def __init__(self, db: Database, data_dir: Path) -> None:
+    def __init__(self, db: Store, data_dir: Path) -> None:
         self.db = db
         self.data_dir = data_dir
         # Every verb call needs its agent's definition; decoding it from CBOR each time is a measurable share of a

@@ -15,19 +15,16 @@ import contextlib
 import hashlib
 import os
 import re
-import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from mcp_harness.errors import BadRequest, Conflict, TooLarge
 from mcp_harness.memory.entries import mime_for
 from mcp_harness.store._util import now_ms
-
-if TYPE_CHECKING:
-    from mcp_harness.store.db import Database
+from mcp_harness.store.port import Connection, Store
 
 ID_RE = re.compile(r"^[0-9a-f]{64}$")
 MAX_ATTACHMENT_BYTES = 100 * 1024 * 1024
@@ -50,7 +47,7 @@ _MAGIC = (
 )
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: Connection) -> None:
     """Create this store's schema (m018_attachments)."""
     conn.execute(
         """
@@ -131,7 +128,7 @@ def sniff_mime(head: bytes) -> str | None:
 class AttachmentStore:
     """Attachments of every session of one database, their bytes under `root`."""
 
-    def __init__(self, db: Database, root: Path) -> None:
+    def __init__(self, db: Store, root: Path) -> None:
         self.db = db
         self.root = root
         self._swept = False
@@ -293,7 +290,7 @@ class AttachmentStore:
                     leftover.unlink()
 
 
-def _record(row: sqlite3.Row) -> AttachmentRecord:
+def _record(row: Any) -> AttachmentRecord:
     return AttachmentRecord(
         id=row["id"],
         session_id=row["session_id"],

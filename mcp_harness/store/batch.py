@@ -9,15 +9,16 @@ once: about half the cost per row for a batch of ten children here.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
+
+from mcp_harness.store.port import Connection
 
 CHUNK = 100
 """Rows per statement: well under SQLite's bound on host parameters (32,766) for the widest table written so."""
 
 
-def insert_rows(conn: sqlite3.Connection, head: str, row: str, rows: Sequence[Sequence[Any]]) -> None:
+def insert_rows(conn: Connection, head: str, row: str, rows: Sequence[Sequence[Any]]) -> None:
     """`head` + `row` repeated once per row, e.g. `INSERT INTO t (a, b) VALUES` and `(?, ?)`, in statements of at
     most `CHUNK` rows. Row order is kept."""
     for start in range(0, len(rows), CHUNK):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -29,10 +28,10 @@ from mcp_harness.hypermedia.cbor import decode
 from mcp_harness.hypermedia.cid import CID
 from mcp_harness.hypermedia.ids import tsid
 from mcp_harness.store._util import now_ms
+from mcp_harness.store.port import Connection, Store
 
 if TYPE_CHECKING:
     from mcp_harness.hypermedia.blobs import Blob
-    from mcp_harness.store.db import Database
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +61,7 @@ CREATE TABLE hm_activity_changes (cid TEXT PRIMARY KEY, resource TEXT NOT NULL) 
 type, for `eventTypes` given the daemon's way; `mentions` the @-mentioned accounts, space-separated."""
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: Connection) -> None:
     """Create the feed's tables and record the events of every blob already stored, oldest received first."""
     for statement in _SCHEMA.split(";"):
         conn.execute(statement)
@@ -90,14 +89,14 @@ class _Stored:
         self.author = activity.account_of(signer) or ""
 
 
-def record_activity(conn: sqlite3.Connection, blobs: Iterable[Blob]) -> int:
+def record_activity(conn: Connection, blobs: Iterable[Blob]) -> int:
     """Record the events of blobs just stored (in `put`'s transaction, after the whole batch is indexed); returns
     how many were added."""
     observed = now_ms()
     return sum(_record_one(conn, _Stored(str(b.cid), b.data, b.value), observed) for b in blobs)
 
 
-def _record_one(conn: sqlite3.Connection, blob: _Stored, observed_at: int) -> int:
+def _record_one(conn: Connection, blob: _Stored, observed_at: int) -> int:
     events = _events(conn, blob)
     added = 0
     for event in events:
@@ -123,7 +122,7 @@ def _record_one(conn: sqlite3.Connection, blob: _Stored, observed_at: int) -> in
     return added
 
 
-def _events(conn: sqlite3.Connection, blob: _Stored) -> list[NewEvent]:
+def _events(conn: Connection, blob: _Stored) -> list[NewEvent]:
     value, cid, author, ts = blob.value, blob.cid, blob.author, blob.ts
     if blob.type == "Comment":
         own_tsid = str(value.get("id") or tsid(ts, blob.data))
@@ -146,7 +145,7 @@ def _events(conn: sqlite3.Connection, blob: _Stored) -> list[NewEvent]:
     return []
 
 
-def _comment_id(conn: sqlite3.Connection, link: object) -> str | None:
+def _comment_id(conn: Connection, link: object) -> str | None:
     """The `author/tsid` of the comment blob a CID names, if this node holds it."""
     if not isinstance(link, CID):
         return None
@@ -154,7 +153,7 @@ def _comment_id(conn: sqlite3.Connection, link: object) -> str | None:
     return None if row is None else f"{row[0]}/{row[1]}"
 
 
-def _change_citations(conn: sqlite3.Connection, resource: str, heads: Sequence[str]) -> list[NewEvent]:
+def _change_citations(conn: Connection, resource: str, heads: Sequence[str]) -> list[NewEvent]:
     """The citations of the Changes a Ref lands on that no earlier Ref did, attributing each to `resource`."""
     out: list[NewEvent] = []
     frontier = list(dict.fromkeys(heads))
@@ -179,7 +178,7 @@ def _change_citations(conn: sqlite3.Connection, resource: str, heads: Sequence[s
     return out
 
 
-def row_event(row: sqlite3.Row, data: dict[str, Any] | None = None) -> ActivityEvent:
+def row_event(row: Any, data: dict[str, Any] | None = None) -> ActivityEvent:
     """An `hm_activity` row as an ActivityEvent, with `data` (resolved, else as stored); a resolved author's name
     stands for its account id in the summary ("comment by Alice on hm://…")."""
     summary: str = row["summary"]
@@ -205,7 +204,7 @@ def row_event(row: sqlite3.Row, data: dict[str, Any] | None = None) -> ActivityE
 class HmActivityStore:
     """The feed: events in observed order, ListEvents pages of them, and who to tell when some are added."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self._db = db
         self._lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []

@@ -14,7 +14,6 @@ profile shows under every old event at once.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from mcp_harness.hypermedia.ids import tsid, version_string
 from mcp_harness.hypermedia.materialized import Snapshot
 from mcp_harness.identity.keys import public_key_of
 from mcp_harness.store._util import iso_time
+from mcp_harness.store.port import Connection
 
 MAX_PAGE = 50
 DEFAULT_PAGE = 20
@@ -142,7 +142,7 @@ def _resource(value: object) -> tuple[str, bool]:
     return found + ("/" if prefix and base.endswith("/") else ""), prefix
 
 
-def _where(conn: sqlite3.Connection, q: FeedQuery) -> tuple[str, list[Any]]:
+def _where(conn: Connection, q: FeedQuery) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     args: list[Any] = []
     authors = set(q.authors) if q.authors is not None else None
@@ -151,7 +151,7 @@ def _where(conn: sqlite3.Connection, q: FeedQuery) -> tuple[str, list[Any]]:
         trusted = {q.current_account, *contacts_of(conn, q.current_account)}
         authors = trusted if authors is None else authors & trusted
     if authors is not None:
-        clauses.append(f"author IN ({','.join('?' * len(authors))})" if authors else "0")
+        clauses.append(f"author IN ({','.join('?' * len(authors))})" if authors else "1 = 0")
         args.extend(sorted(authors))
     if q.types is not None:
         either = []
@@ -161,7 +161,7 @@ def _where(conn: sqlite3.Connection, q: FeedQuery) -> tuple[str, list[Any]]:
         if q.kinds:
             either.append(f"lower(kind) IN ({','.join('?' * len(q.kinds))})")
             args.extend(q.kinds)
-        clauses.append("(" + " OR ".join(either) + ")" if either else "0")
+        clauses.append("(" + " OR ".join(either) + ")" if either else "1 = 0")
     if q.resource is not None:
         if q.prefix:
             clauses.append("about >= ? AND about < ?")
@@ -169,10 +169,10 @@ def _where(conn: sqlite3.Connection, q: FeedQuery) -> tuple[str, list[Any]]:
         else:
             clauses.append("about = ?")
             args.append(q.resource)
-    return " AND ".join(clauses) or "1", args
+    return " AND ".join(clauses) or "1 = 1", args  # comparisons, not bare 0/1: PostgreSQL wants booleans
 
 
-def list_events(conn: sqlite3.Connection, **params: Any) -> dict[str, Any]:
+def list_events(conn: Connection, **params: Any) -> dict[str, Any]:
     """One ListEvents page: `{events, nextPageToken ("" on the last page), totalEvents}` (`feed_query` params)."""
     q = feed_query(params)
     where, args = _where(conn, q)
@@ -189,7 +189,7 @@ def list_events(conn: sqlite3.Connection, **params: Any) -> dict[str, Any]:
 # --- resolving ------------------------------------------------------------------------------------------------------
 
 
-def contacts_of(conn: sqlite3.Connection, account: str) -> dict[str, str]:
+def contacts_of(conn: Connection, account: str) -> dict[str, str]:
     """The accounts `account` holds as contacts, with the names it gave them (edits by TSID; a tombstone drops)."""
     latest: dict[str, tuple[str | None, str]] = {}
     rows = conn.execute(
@@ -207,7 +207,7 @@ def contacts_of(conn: sqlite3.Connection, account: str) -> dict[str, str]:
 class _Lookups:
     """The page's lookups, each made once."""
 
-    def __init__(self, conn: sqlite3.Connection, current_account: str | None) -> None:
+    def __init__(self, conn: Connection, current_account: str | None) -> None:
         self.conn = conn
         self.contacts = contacts_of(conn, current_account) if current_account else {}
         self._accounts: dict[str, dict[str, Any]] = {}
@@ -278,13 +278,13 @@ class _Lookups:
         return activity.comment_json(row[0], author, comment_tsid, value)  # pyright: ignore[reportUnknownArgumentType]
 
 
-def resolve(conn: sqlite3.Connection, rows: Sequence[sqlite3.Row], current_account: str | None) -> list[dict[str, Any]]:
+def resolve(conn: Connection, rows: Sequence[Any], current_account: str | None) -> list[dict[str, Any]]:
     """The LoadedEvents of a page of rows: stored data with names, metadata and counts looked up now."""
     look = _Lookups(conn, current_account)
     return [_resolve(look, row) for row in rows]
 
 
-def _resolve(look: _Lookups, row: sqlite3.Row) -> dict[str, Any]:
+def _resolve(look: _Lookups, row: Any) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(row["data"])
     data["author"] = look.account(row["author"])
     kind = row["type"]

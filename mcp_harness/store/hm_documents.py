@@ -16,13 +16,13 @@ and every entry's descendant count costs the page.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
 from mcp_harness.errors import BadRequest, NotFound
 from mcp_harness.hypermedia.cbor import decode
 from mcp_harness.hypermedia.documents import ChangeRecord
 from mcp_harness.hypermedia.materialized import Snapshot, materialize
+from mcp_harness.store.port import Connection
 
 Resource = tuple[str, str]
 """(space, path)"""
@@ -34,7 +34,7 @@ def parent_of(path: str) -> str | None:
     return path[:cut] if cut >= 0 else None
 
 
-def load_changes(conn: sqlite3.Connection, cids: Iterable[str]) -> dict[str, ChangeRecord]:
+def load_changes(conn: Connection, cids: Iterable[str]) -> dict[str, ChangeRecord]:
     """The Changes among `cids` held here, decoded for applying (one level: deps are not followed)."""
     wanted = list(dict.fromkeys(cids))
     records: dict[str, ChangeRecord] = {}
@@ -61,7 +61,7 @@ def load_changes(conn: sqlite3.Connection, cids: Iterable[str]) -> dict[str, Cha
     return records
 
 
-def refresh(conn: sqlite3.Connection, resources: Iterable[Resource], *, changes_arrived: bool) -> None:
+def refresh(conn: Connection, resources: Iterable[Resource], *, changes_arrived: bool) -> None:
     """Bring the rows of `resources` (and, when Changes arrived, every pending one) up to date with the blobs."""
     keys = list(dict.fromkeys(resources))
     before = {key: conn.execute(_ROW, key).fetchone() for key in keys}
@@ -76,8 +76,10 @@ def refresh(conn: sqlite3.Connection, resources: Iterable[Resource], *, changes_
         live = bool(heads) and not redirected
         state, pending = _state(conn, heads, old[3] if old is not None else None, by_heads) if live else (None, 0)
         conn.execute(
-            "INSERT OR REPLACE INTO hm_documents (space, path, parent, ref, live, heads, pending, state) "
-            "VALUES (?,?,?,?,?,?,?,?)",
+            "INSERT INTO hm_documents (space, path, parent, ref, live, heads, pending, state) "
+            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (space, path) DO UPDATE SET parent = excluded.parent, "
+            "ref = excluded.ref, live = excluded.live, heads = excluded.heads, pending = excluded.pending, "
+            "state = excluded.state",
             (*key, parent_of(key[1]), ref, int(live), heads, pending, state),
         )
         delta = int(live) - (old[2] if old is not None else 0)
@@ -97,21 +99,22 @@ Row = tuple[str, str, str | None, str, int, str, int, bytes | None]
 """An `hm_documents` row: space, path, parent, ref, live, heads, pending, state."""
 
 
-def count(conn: sqlite3.Connection, key: Resource, delta: int) -> None:
+def count(conn: Connection, key: Resource, delta: int) -> None:
     """Count a resource coming alive (+1) or going (-1) at its parent and every ancestor."""
     space, path = key
     ancestor, direct = parent_of(path), 1
     while ancestor is not None:
         conn.execute(
             "INSERT INTO hm_path_counts (space, path, children, descendants) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (space, path) DO UPDATE SET children = children + excluded.children, "
-            "descendants = descendants + excluded.descendants",
+            # The row's own columns by table name: PostgreSQL calls a bare `children` ambiguous with `excluded`'s.
+            "ON CONFLICT (space, path) DO UPDATE SET children = hm_path_counts.children + excluded.children, "
+            "descendants = hm_path_counts.descendants + excluded.descendants",
             (space, ancestor, delta * direct, delta),
         )
         ancestor, direct = parent_of(ancestor), 0
 
 
-def rows_for_backfill(conn: sqlite3.Connection) -> Iterator[Row]:
+def rows_for_backfill(conn: Connection) -> Iterator[Row]:
     """Every resource's row, computed from the Refs and Changes already stored (the m010 backfill)."""
     resources = conn.execute("SELECT DISTINCT space, path FROM hm_refs ORDER BY space, path").fetchall()
     for space, path in resources:
@@ -126,7 +129,7 @@ def rows_for_backfill(conn: sqlite3.Connection) -> Iterator[Row]:
 _ROW = "SELECT ref, heads, live, state FROM hm_documents WHERE space = ? AND path = ?"
 
 
-def _winner(conn: sqlite3.Connection, key: Resource) -> tuple[str, str, bool] | None:
+def _winner(conn: Connection, key: Resource) -> tuple[str, str, bool] | None:
     row = conn.execute(
         "SELECT cid, heads, redirect_space IS NOT NULL FROM hm_refs WHERE space = ? AND path = ? "
         "ORDER BY generation DESC, ts DESC, cid DESC LIMIT 1",
@@ -136,7 +139,7 @@ def _winner(conn: sqlite3.Connection, key: Resource) -> tuple[str, str, bool] | 
 
 
 def _state(
-    conn: sqlite3.Connection, heads: str, previous: bytes | None, by_heads: dict[str, bytes]
+    conn: Connection, heads: str, previous: bytes | None, by_heads: dict[str, bytes]
 ) -> tuple[bytes | None, int]:
     """The stored snapshot for `heads` and whether it waits on changes not held yet."""
     same = by_heads.get(heads)

@@ -15,15 +15,11 @@ aside (`refused` with the reason) rather than retried, and `mcp-harness hm push`
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from mcp_harness.store._util import now_ms
-
-if TYPE_CHECKING:  # store/db.py runs the migrations, which import this module: no import back at run time
-    from mcp_harness.store.db import Database
+from mcp_harness.store.port import Connection, Store
 
 KIND_BLOB = "blob"
 """A signed blob, held in hm_blobs."""
@@ -31,7 +27,7 @@ KIND_BLOCK = "block"
 """An IPFS block of a file a document links (raw leaf or dag-pb node), held in the IPFS block store."""
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: Connection) -> None:
     """Create the queue (m019_hm_push)."""
     conn.execute(
         """
@@ -81,7 +77,7 @@ class ServerBacklog:
 class PushQueue:
     """The rows of `hm_push_queue`. Methods block; `enqueue` joins the caller's transaction when there is one."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self._db = db
 
     def enqueue(self, servers: Sequence[str], items: Iterable[tuple[str, str, int]], *, now: int | None = None) -> int:
@@ -95,18 +91,20 @@ class PushQueue:
             return self._insert(conn, servers, listed, at)
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, servers: Sequence[str], items: list[tuple[str, str, int]], at: int) -> int:
+    def _insert(conn: Connection, servers: Sequence[str], items: list[tuple[str, str, int]], at: int) -> int:
         # A fresh group number: past the highest seq held (a lookup on the primary key). Every group still holding
         # rows is at most its rows' first seq, so no live group is joined; a reused number's rows are all gone.
         group = int(conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM hm_push_queue").fetchone()[0])
         rows = [(server, cid, kind, rank, group, at, at) for cid, kind, rank in items for server in servers]
-        before = conn.total_changes
-        conn.executemany(
-            "INSERT OR IGNORE INTO hm_push_queue (server, cid, kind, rank, grp, enqueued_at, due_at) "
-            "VALUES (?,?,?,?,?,?,?)",
-            rows,
+        # executemany's rowcount sums the rows each execution inserted (an ignored duplicate adds 0), on both backends.
+        return max(
+            conn.executemany(
+                "INSERT OR IGNORE INTO hm_push_queue (server, cid, kind, rank, grp, enqueued_at, due_at) "
+                "VALUES (?,?,?,?,?,?,?)",
+                rows,
+            ).rowcount,
+            0,
         )
-        return conn.total_changes - before
 
     def due(self, server: str, limit: int, *, now: int | None = None, force: bool = False) -> list[QueuedBlob]:
         """The oldest rows owed to `server` whose time has come (all of them with `force`), in enqueue order: those
@@ -183,7 +181,9 @@ class PushQueue:
         """Per server with anything owed: counts, next attempt, attempts so far and the last error."""
         with self._db.reading() as conn:
             rows = conn.execute(
-                "SELECT server, SUM(refused IS NULL) AS pending, SUM(refused IS NOT NULL) AS refused, "
+                # Counted with CASE, not SUM(boolean): PostgreSQL has no sum of booleans.
+                "SELECT server, SUM(CASE WHEN refused IS NULL THEN 1 ELSE 0 END) AS pending, "
+                "SUM(CASE WHEN refused IS NULL THEN 0 ELSE 1 END) AS refused, "
                 "MIN(CASE WHEN refused IS NULL THEN due_at END) AS due_at, MAX(attempts) AS attempts, "
                 "(SELECT last_error FROM hm_push_queue q WHERE q.server = hm_push_queue.server "
                 "AND last_error IS NOT NULL ORDER BY seq DESC LIMIT 1) AS last_error "

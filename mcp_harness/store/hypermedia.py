@@ -9,7 +9,6 @@ replays its history. Methods block; call them off the event loop.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,8 +19,8 @@ from mcp_harness.hypermedia.ids import tsid
 from mcp_harness.identity.keys import account_id
 from mcp_harness.store import hm_documents, hm_search
 from mcp_harness.store._util import now_ms
-from mcp_harness.store.db import Database
 from mcp_harness.store.hm_activity import HmActivityStore, record_activity
+from mcp_harness.store.port import Connection, Store
 
 if TYPE_CHECKING:
     from mcp_harness.hypermedia.blobs import Blob
@@ -78,7 +77,7 @@ def _link(value: object) -> str | None:
     return str(value) if isinstance(value, CID) else None
 
 
-def _ref_row(row: sqlite3.Row) -> RefRow:
+def _ref_row(row: Any) -> RefRow:
     return RefRow(
         cid=row["cid"],
         space=row["space"],
@@ -93,7 +92,7 @@ def _ref_row(row: sqlite3.Row) -> RefRow:
     )
 
 
-def _comment_row(row: sqlite3.Row) -> CommentRow:
+def _comment_row(row: Any) -> CommentRow:
     return CommentRow(
         cid=row["cid"],
         tsid=row["tsid"],
@@ -110,7 +109,7 @@ def _comment_row(row: sqlite3.Row) -> CommentRow:
 class HypermediaStore:
     """Blob and index rows of the embedded node."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self._db = db
         self.activity = HmActivityStore(db)
 
@@ -137,12 +136,13 @@ class HypermediaStore:
             # Once per resource and batch, after every blob of the batch is in: a Ref may come before its Change.
             if refs or changes_arrived:
                 hm_documents.refresh(conn, refs, changes_arrived=changes_arrived)
-            hm_search.track(conn, blobs, refs, changes_arrived=changes_arrived)  # keyword search sees it at once
+            # keyword search sees it at once (hm_search is still typed sqlite3.Connection, not the port's)
+            hm_search.track(conn, blobs, refs, changes_arrived=changes_arrived)  # pyright: ignore[reportArgumentType]
             if record_activity(conn, fresh):  # the feed's events, in this transaction; listeners told after it
                 self._db.after_commit(self.activity.notify)
         return stored
 
-    def _index(self, conn: sqlite3.Connection, cid: str, blob: Blob) -> hm_documents.Resource | None:
+    def _index(self, conn: Connection, cid: str, blob: Blob) -> hm_documents.Resource | None:
         """Index one new blob; a Ref's resource is returned for `hm_documents.refresh`."""
         value: dict[str, Any] = blob.value
         if blob.type == "Change":
@@ -245,12 +245,16 @@ class HypermediaStore:
     ) -> list[tuple[RefRow, bytes | None]]:
         """The winning Ref and stored snapshot of each live resource directly below `path`, by path: those after
         the path `after`, at most `limit` of them."""
+        sql = (
+            "SELECT r.*, d.state AS state FROM hm_documents d JOIN hm_refs r ON r.cid = d.ref "
+            "WHERE d.space = ? AND d.parent = ? AND d.live = 1 AND d.path > ? ORDER BY d.path"
+        )
+        args: list[Any] = [space, path, after or ""]
+        if limit is not None:  # no LIMIT rather than SQLite's `LIMIT -1`, which PostgreSQL refuses
+            sql += " LIMIT ?"
+            args.append(limit)
         with self._db.reading() as conn:
-            rows = conn.execute(
-                "SELECT r.*, d.state AS state FROM hm_documents d JOIN hm_refs r ON r.cid = d.ref "
-                "WHERE d.space = ? AND d.parent = ? AND d.live = 1 AND d.path > ? ORDER BY d.path LIMIT ?",
-                (space, path, after or "", -1 if limit is None else limit),
-            ).fetchall()
+            rows = conn.execute(sql, args).fetchall()
         return [(_ref_row(row), None if row["state"] is None else bytes(row["state"])) for row in rows]
 
     def live_child_count(self, space: str, path: str) -> int:

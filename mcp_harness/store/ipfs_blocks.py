@@ -19,19 +19,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sqlite3
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
+from mcp_harness.errors import StorageError
 from mcp_harness.hypermedia.cid import CID
 from mcp_harness.hypermedia.unixfs import Imported, InvalidBlock, import_stream, verify_block
 from mcp_harness.store._util import now_ms
-
-if TYPE_CHECKING:
-    from mcp_harness.store.db import Database  # db.py runs the migrations, which import this module
+from mcp_harness.store.port import Connection, Store
 
 logger = logging.getLogger(__name__)
 
@@ -48,18 +46,26 @@ SCHEMA = (
 )
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: Connection) -> None:
     """Create this store's schema."""
     for statement in SCHEMA:
         conn.execute(statement)
 
 
+def _beside(db: Store) -> Path:
+    # SQLite's file says where the data dir is; a PostgreSQL store has none, so its caller names the root.
+    path = getattr(db, "path", None)
+    if not isinstance(path, Path):
+        raise StorageError(f"{type(db).__name__} has no data dir: give IpfsBlockStore its blocks' root.")
+    return path.parent / BLOCKS_DIR
+
+
 class IpfsBlockStore:
     """Blocks by CID. `root` defaults to `ipfs/` beside the database, in the data dir."""
 
-    def __init__(self, db: Database, root: Path | None = None) -> None:
+    def __init__(self, db: Store, root: Path | None = None) -> None:
         self._db = db
-        self.root = root if root is not None else db.path.parent / BLOCKS_DIR
+        self.root = root if root is not None else _beside(db)
         self._swept = False
 
     def _path(self, cid: str) -> Path:

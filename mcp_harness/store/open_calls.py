@@ -7,13 +7,13 @@ reads this table, never the log. Each row names the instance that opened it (`st
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mcp_harness.store import instances
 from mcp_harness.store.batch import CHUNK
+from mcp_harness.store.port import Connection
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +27,7 @@ class OpenCall:
 
 
 def track(
-    conn: sqlite3.Connection,
+    conn: Connection,
     session_id: str,
     appended: Sequence[tuple[dict[str, Any], str, int]],
     instance: str,
@@ -54,7 +54,7 @@ def track(
             if (i, call_id) in answered_later:
                 continue
             if not touched:
-                instances.touch(conn, [instance])
+                instances.touch(conn, [instance])  # pyright: ignore[reportArgumentType]  (typed sqlite3's still)
                 touched = True
             opened.append((session_id, call_id, seq, str(payload.get("name") or ""), actor, instance, ts))
         elif payload["type"] == "tool_result":
@@ -67,7 +67,7 @@ def track(
     _insert(conn, opened)
 
 
-def _insert(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+def _insert(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
     # A repeated call id keeps its first place in the log, as a transcript replay orders it (a row repeated within
     # one statement meets the conflict clause as it would in a statement of its own).
     for start in range(0, len(rows), CHUNK):
@@ -81,7 +81,7 @@ def _insert(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
         )
 
 
-def _open(row: sqlite3.Row) -> OpenCall:
+def _open(row: Any) -> OpenCall:
     return OpenCall(
         session_id=row["session_id"],
         call_id=row["call_id"],
@@ -91,13 +91,13 @@ def _open(row: sqlite3.Row) -> OpenCall:
     )
 
 
-def in_session(conn: sqlite3.Connection, session_id: str) -> list[OpenCall]:
+def in_session(conn: Connection, session_id: str) -> list[OpenCall]:
     """The session's open calls, in log order."""
     rows = conn.execute("SELECT * FROM open_calls WHERE session_id = ? ORDER BY seq", (session_id,)).fetchall()
     return [_open(r) for r in rows]
 
 
-def among(conn: sqlite3.Connection, session_id: str, call_ids: Sequence[str]) -> set[str]:
+def among(conn: Connection, session_id: str, call_ids: Sequence[str]) -> set[str]:
     """Which of `call_ids` are open on the session."""
     wanted = sorted(set(call_ids))
     if not wanted:
@@ -109,7 +109,7 @@ def among(conn: sqlite3.Connection, session_id: str, call_ids: Sequence[str]) ->
     return {str(r[0]) for r in rows}
 
 
-def orphaned(conn: sqlite3.Connection, live: Collection[str]) -> list[OpenCall]:
+def orphaned(conn: Connection, live: Collection[str]) -> list[OpenCall]:
     """Open calls, in every session, whose opener is not among the `live` instances; by session, in log order."""
     condition, args = instances.not_in("instance_id", live)
     rows = conn.execute(f"SELECT * FROM open_calls WHERE {condition} ORDER BY session_id, seq", args).fetchall()

@@ -15,16 +15,13 @@ Only tool events are split: they carry the bulk (file contents, command output, 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import cbor2
 
 from mcp_harness.errors import StorageError
-
-if TYPE_CHECKING:
-    from mcp_harness.store.db import Database
+from mcp_harness.store.port import Connection, Store
 
 EXTERNAL_BYTES = 4096
 """An event this size or smaller is stored whole; in a larger one, every string of at least this size moves out.
@@ -82,7 +79,7 @@ def _moved_out(value: Any, parts: dict[bytes, bytes]) -> Any:
     return value
 
 
-def store(conn: sqlite3.Connection, session_id: str, seq: int, parts: dict[bytes, bytes], ts: int) -> None:
+def store(conn: Connection, session_id: str, seq: int, parts: dict[bytes, bytes], ts: int) -> None:
     """Keep the values an appended event moved out (each once) and its references to them (in the append's
     transaction)."""
     if not parts:
@@ -101,7 +98,7 @@ class Resolver:
     """Decodes stored events, putting each moved-out value back; fetches a value once however many events share it
     (one lookup by hash each, under the connection's lock only for that lookup)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self._db = db
         self._fetched: dict[bytes, bytes] = {}
 
@@ -129,7 +126,7 @@ class Resolver:
         return cbor2.loads(encoded)
 
 
-def sweep(conn: sqlite3.Connection) -> tuple[int, int]:
+def sweep(conn: Connection) -> tuple[int, int]:
     """Delete the stored values no event references any more; returns (values, bytes)."""
     row = conn.execute(
         "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM event_payloads p "
@@ -142,7 +139,7 @@ def sweep(conn: sqlite3.Connection) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def split_existing(conn: sqlite3.Connection, batch: int = 500) -> int:
+def split_existing(conn: Connection, batch: int = 500) -> int:
     """Split the large tool events a database logged before m012 (once, by the migration); returns how many.
     Pages by key, so no cursor stays open on the rows it rewrites."""
     done, after = 0, ("", 0)

@@ -13,8 +13,10 @@ from typing import Any, LiteralString, cast
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.abc import Buffer
 from psycopg.adapt import Dumper
 from psycopg.pq import TransactionStatus
+from psycopg.types.string import StrDumperUnknown
 
 from mcp_harness.store.dialect import Style, to_pg
 
@@ -77,6 +79,15 @@ class _BoolDumper(Dumper):
         return b"1" if obj else b"0"
 
 
+class _TextDumper(StrDumperUnknown):
+    # PostgreSQL's text cannot hold NUL, SQLite's can, and what the stores write comes from outside (tool names,
+    # titles, messages): NUL becomes U+FFFD in every str parameter, writes and lookups alike, so a key still finds
+    # its row. (Untyped, as psycopg's default: PostgreSQL reads the value as whatever its context wants.)
+
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
+
+
 class PgConnection:
     """The `sqlite3.Connection` subset the stores use, over one psycopg connection."""
 
@@ -131,6 +142,7 @@ def literal(sql: str) -> LiteralString:
 
 def configure(raw: psycopg.Connection[Any]) -> None:
     raw.adapters.register_dumper(bool, _BoolDumper)
+    raw.adapters.register_dumper(str, _TextDumper)
 
 
 __all__ = ["PgConnection", "PgCursor", "Row", "configure", "literal"]

@@ -1,8 +1,8 @@
 """The store port: what the stores need of a database, met by SQLite's `Database` and PostgreSQL's `PgDatabase`.
 
-The stores are typed against `Database` and `sqlite3.Connection` today; these Protocols are what they will be typed
-against instead (docs/postgres.md, "Next"), so either backend passes without a cast. Both classes satisfy them
-structurally — `tests/store/test_pg_port.py` has pyright check it.
+Most stores take a `Store` and a `Connection` (rows are `Any`: `sqlite3.Row` or `pg_connection.Row`, both read by
+index and by column name), so either backend passes without a cast. Both classes satisfy these structurally —
+`tests/store/test_pg_port.py` has pyright check it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ class Cursor(Protocol):
 
     def fetchall(self) -> list[Any]: ...
 
+    def fetchmany(self, size: int = ..., /) -> list[Any]: ...
+
     def __iter__(self) -> Iterator[Any]: ...
 
 
@@ -40,6 +42,11 @@ class Connection(Protocol):
 
 class Store(Protocol):
     """A migrated database: atomic changes, reads, commit hooks, and a way off the event loop."""
+
+    @property
+    def instance_id(self) -> str:
+        """This process's id in `instances` (the owner its open calls and claims are recorded under)."""
+        ...
 
     def transaction(self) -> AbstractContextManager[Connection]: ...
 

@@ -6,7 +6,6 @@ one, is never used).
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +13,7 @@ import cbor2
 
 from mcp_harness.errors import Conflict
 from mcp_harness.store._util import now_ms
-from mcp_harness.store.db import Database
+from mcp_harness.store.port import Store
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -33,7 +32,7 @@ class ProviderRow:
     updated_at: int = 0
 
 
-def _row(row: sqlite3.Row) -> ProviderRow:
+def _row(row: Any) -> ProviderRow:
     raw = row["options_cbor"]
     options = cbor2.loads(raw) if raw else {}
     return ProviderRow(
@@ -53,7 +52,7 @@ def _row(row: sqlite3.Row) -> ProviderRow:
 class ProviderStore:
     """Provider rows. Methods block; call them off the event loop."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
 
     def list(self, account_id: str) -> list[ProviderRow]:

@@ -9,7 +9,6 @@ waiting runs. Every function takes the caller's connection, inside the caller's 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,11 +16,12 @@ from typing import Any, Literal
 import cbor2
 
 from mcp_harness.store._util import now_ms
+from mcp_harness.store.port import Connection
 
 MatchKind = Literal["signal", "any", "activity"]
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: Connection) -> None:
     """Create this store's schema (m016_run_waits)."""
     conn.execute(
         """
@@ -62,7 +62,7 @@ class WaitRow:
         return "activity" if self.match else "any"
 
 
-def replace(conn: sqlite3.Connection, run_id: str, account_id: str, waits: Iterable[WaitRow]) -> None:
+def replace(conn: Connection, run_id: str, account_id: str, waits: Iterable[WaitRow]) -> None:
     """The run's registered waits become exactly `waits` (those its park leaves open)."""
     clear(conn, run_id)
     ts = now_ms()
@@ -87,12 +87,12 @@ def replace(conn: sqlite3.Connection, run_id: str, account_id: str, waits: Itera
     )
 
 
-def clear(conn: sqlite3.Connection, run_id: str) -> None:
+def clear(conn: Connection, run_id: str) -> None:
     conn.execute("DELETE FROM run_waits WHERE run_id = ?", (run_id,))
 
 
 def for_signal(
-    conn: sqlite3.Connection, account_id: str, run_id: str | None, signal: str, agent_id: str | None = None
+    conn: Connection, account_id: str, run_id: str | None, signal: str, agent_id: str | None = None
 ) -> list[WaitRow]:
     """Waits of waiting runs (of `run_id`, of `agent_id`'s runs, or of the account's) that accept `signal` (a wait
     naming it, or one naming none), oldest first."""
@@ -110,7 +110,7 @@ def for_signal(
     return _rows(conn, sql + " ORDER BY w.created_at, w.run_id, w.call_seq", args)
 
 
-def for_activity(conn: sqlite3.Connection) -> list[WaitRow]:
+def for_activity(conn: Connection) -> list[WaitRow]:
     """Activity waits of waiting runs, oldest first (the caller applies the matcher)."""
     sql = (
         "SELECT w.* FROM run_waits w JOIN runs r ON r.id = w.run_id WHERE w.match_kind = 'activity' "
@@ -119,11 +119,11 @@ def for_activity(conn: sqlite3.Connection) -> list[WaitRow]:
     return _rows(conn, sql, [])
 
 
-def of_run(conn: sqlite3.Connection, run_id: str) -> list[WaitRow]:
+def of_run(conn: Connection, run_id: str) -> list[WaitRow]:
     return _rows(conn, "SELECT * FROM run_waits WHERE run_id = ? ORDER BY call_seq", [run_id])
 
 
-def _rows(conn: sqlite3.Connection, sql: str, args: list[Any]) -> list[WaitRow]:
+def _rows(conn: Connection, sql: str, args: list[Any]) -> list[WaitRow]:
     return [
         WaitRow(
             run_id=row["run_id"],

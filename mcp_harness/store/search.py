@@ -22,7 +22,6 @@ directly (no index segments to spare), so `staged` stages nothing there.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -31,6 +30,7 @@ import cbor2
 
 from mcp_harness.store.batch import insert_rows
 from mcp_harness.store.dialect import backend
+from mcp_harness.store.port import Connection
 
 SNIPPET_CONTEXT = 80
 MIN_INDEXED_QUERY = 3
@@ -61,7 +61,7 @@ def message_text(payload: dict[str, Any]) -> str | None:
     return content if isinstance(content, str) and content else None
 
 
-def track(conn: sqlite3.Connection, session_id: str, payloads: Iterable[dict[str, Any]]) -> None:
+def track(conn: Connection, session_id: str, payloads: Iterable[dict[str, Any]]) -> None:
     """Index the messages among these appended events (inside the append's transaction)."""
     index(conn, rows_of(session_id, payloads))
 
@@ -71,7 +71,7 @@ def rows_of(session_id: str, payloads: Iterable[dict[str, Any]]) -> list[tuple[s
     return [(text, session_id) for p in payloads if (text := message_text(p)) is not None]
 
 
-def index(conn: sqlite3.Connection, rows: Sequence[tuple[str, str]]) -> None:
+def index(conn: Connection, rows: Sequence[tuple[str, str]]) -> None:
     """Index `(text, session_id)` rows in one statement (`store/batch.py` says why not one per row); inside
     `staged`, into its temp table."""
     if rows:
@@ -80,13 +80,13 @@ def index(conn: sqlite3.Connection, rows: Sequence[tuple[str, str]]) -> None:
         insert_rows(conn, f"INSERT INTO {table} (content, session_id) VALUES", "(?, ?)", rows)
 
 
-_STAGING: set[sqlite3.Connection] = set()
+_STAGING: set[Connection] = set()
 """Connections inside `staged`. One connection serves the process under a lock held for the whole transaction, so
 whoever writes on it meanwhile writes inside that transaction."""
 
 
 @contextmanager
-def staged(conn: sqlite3.Connection) -> Iterator[None]:
+def staged(conn: Connection) -> Iterator[None]:
     """Inside the caller's open transaction: message index rows written meanwhile are staged, then indexed in one
     statement when the block ends normally (see the module). On an exception nothing is indexed: the transaction
     is rolling back, staged rows with it."""
@@ -104,7 +104,7 @@ def staged(conn: sqlite3.Connection) -> Iterator[None]:
     _flush(conn)
 
 
-def _flush(conn: sqlite3.Connection) -> None:
+def _flush(conn: Connection) -> None:
     if conn.execute("SELECT EXISTS (SELECT 1 FROM temp.message_search_staged)").fetchone()[0]:
         conn.execute(
             "INSERT INTO message_search (content, session_id) "
@@ -115,7 +115,7 @@ def _flush(conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM temp.message_search_staged")
 
 
-def backfill(conn: sqlite3.Connection) -> None:
+def backfill(conn: Connection) -> None:
     """Index what an older database already holds: every session's title and every message event."""
     conn.execute(
         "INSERT INTO title_search (text, session_id) "
@@ -141,7 +141,7 @@ def _phrase(query: str) -> str:
     return '"' + query.replace('"', '""') + '"'
 
 
-def _contains(conn: sqlite3.Connection, table: str, column: str, query: str) -> tuple[str, str]:
+def _contains(conn: Connection, table: str, column: str, query: str) -> tuple[str, str]:
     """The condition (and its argument) that `column` of `table` holds `query` as a substring, answered by the
     trigram index of either backend."""
     if backend(conn) == "postgres":
@@ -154,7 +154,7 @@ def _scope(agent_id: str | None) -> tuple[str, list[Any]]:
     return (" AND s.agent_id = ?", [agent_id]) if agent_id else ("", [])
 
 
-def title_matches(conn: sqlite3.Connection, account_id: str, query: str, agent_id: str | None, limit: int) -> list[str]:
+def title_matches(conn: Connection, account_id: str, query: str, agent_id: str | None, limit: int) -> list[str]:
     """Sessions whose title or description holds `query` (lowercased), newest-updated first."""
     where, args = _scope(agent_id)
     if len(query) < MIN_INDEXED_QUERY:
@@ -174,9 +174,7 @@ def title_matches(conn: sqlite3.Connection, account_id: str, query: str, agent_i
     return [str(r[0]) for r in rows]
 
 
-def message_matches(
-    conn: sqlite3.Connection, account_id: str, query: str, agent_id: str | None, limit: int
-) -> dict[str, str]:
+def message_matches(conn: Connection, account_id: str, query: str, agent_id: str | None, limit: int) -> dict[str, str]:
     """Up to `limit` sessions with a message holding `query`, newest-updated first, each with its snippet."""
     where, args = _scope(agent_id)
     out: dict[str, str] = {}

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import math
 import operator
-import sqlite3
 from array import array
 from collections.abc import Iterable, Sequence
 
 from mcp_harness.store._util import now_ms
+from mcp_harness.store.port import Connection
 
 MAX_VECTORS = 200_000
 
@@ -36,7 +36,7 @@ def unit(vector: Sequence[float]) -> array[float]:
     return array("f", (x / norm for x in vector))
 
 
-def lookup(conn: sqlite3.Connection, model: str, digests: Iterable[bytes]) -> dict[bytes, array[float]]:
+def lookup(conn: Connection, model: str, digests: Iterable[bytes]) -> dict[bytes, array[float]]:
     """The stored vectors among `digests`, marking them used."""
     wanted = list(dict.fromkeys(digests))
     found: dict[bytes, array[float]] = {}
@@ -58,17 +58,18 @@ def lookup(conn: sqlite3.Connection, model: str, digests: Iterable[bytes]) -> di
     return found
 
 
-def store(conn: sqlite3.Connection, model: str, vectors: dict[bytes, array[float]]) -> None:
+def store(conn: Connection, model: str, vectors: dict[bytes, array[float]]) -> None:
     """Keep new vectors (inside a transaction), then drop the least recently used beyond the bound."""
     now = now_ms()
     conn.executemany(
-        "INSERT OR REPLACE INTO search_vectors (model, digest, vector, used_at) VALUES (?,?,?,?)",
+        "INSERT INTO search_vectors (model, digest, vector, used_at) VALUES (?,?,?,?) ON CONFLICT (model, digest) "
+        "DO UPDATE SET vector = excluded.vector, used_at = excluded.used_at",
         [(model, key, vector.tobytes(), now) for key, vector in vectors.items()],
     )
     prune(conn, MAX_VECTORS)
 
 
-def prune(conn: sqlite3.Connection, keep: int) -> None:
+def prune(conn: Connection, keep: int) -> None:
     count = int(conn.execute("SELECT COUNT(*) FROM search_vectors").fetchone()[0])
     if count > keep:
         conn.execute(

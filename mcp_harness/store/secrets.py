@@ -15,7 +15,6 @@ from __future__ import annotations
 import builtins
 import logging
 import re
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,7 @@ from mcp_harness.config import Settings
 from mcp_harness.errors import BadRequest, Conflict, NotFound, StorageError, TooLarge
 from mcp_harness.identity.sealing import MASTER_KEY_ENV, MasterKey, load_master_key, master_key_path
 from mcp_harness.store._util import now_ms
-from mcp_harness.store.db import Database
+from mcp_harness.store.port import Store
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +67,7 @@ def check_name(name: str, label: str = "Secret name", limit: int = MAX_NAME_BYTE
     return name
 
 
-def _record(row: sqlite3.Row) -> SecretRecord:
+def _record(row: Any) -> SecretRecord:
     blob = row["metadata_cbor"]
     return SecretRecord(
         name=row["name"],
@@ -96,7 +95,7 @@ def _encode_metadata(metadata: dict[str, Any] | None) -> bytes | None:
 class SecretStore:
     """Secret rows. Methods block (SQLite, the key file); call them off the event loop."""
 
-    def __init__(self, db: Database, settings: Settings) -> None:
+    def __init__(self, db: Store, settings: Settings) -> None:
         self.db = db
         self.data_dir = settings.data_dir
         self._master: MasterKey | None = None

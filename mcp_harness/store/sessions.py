@@ -7,7 +7,6 @@ back when events are read.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -19,8 +18,8 @@ from mcp_harness.jsondepth import without_surrogates
 from mcp_harness.store import open_calls, payloads, search, touched
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.batch import insert_rows
-from mcp_harness.store.db import Database
 from mcp_harness.store.open_calls import OpenCall
+from mcp_harness.store.port import Connection, Store
 
 Actor = Literal["user", "agent", "system", "trigger"]
 SessionKind = Literal["conversation", "standing", "child"]
@@ -67,7 +66,7 @@ class EventRecord:
     created_at: int
 
 
-def _session(row: sqlite3.Row) -> SessionRecord:
+def _session(row: Any) -> SessionRecord:
     return SessionRecord(
         id=row["id"],
         account_id=row["account_id"],
@@ -84,7 +83,7 @@ def _session(row: sqlite3.Row) -> SessionRecord:
     )
 
 
-def _event(row: sqlite3.Row, resolver: payloads.Resolver) -> EventRecord:
+def _event(row: Any, resolver: payloads.Resolver) -> EventRecord:
     return EventRecord(
         session_id=row["session_id"],
         seq=row["seq"],
@@ -110,7 +109,7 @@ def _encoded(payload: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
 class SessionStore:
     """Session rows and events. Methods block; call them through `Database.call`."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
 
     def create(
@@ -253,9 +252,7 @@ class SessionStore:
         with self.db.transaction() as conn:
             return self._append(conn, session_id, events, now_ms())
 
-    def append_within(
-        self, conn: sqlite3.Connection, session_id: str, payload: dict[str, Any], actor: Actor
-    ) -> EventRecord:
+    def append_within(self, conn: Connection, session_id: str, payload: dict[str, Any], actor: Actor) -> EventRecord:
         """`append` in the caller's transaction (`conn`, from its `db.transaction()`), without a savepoint of its
         own: for a caller whose failure undoes its whole transaction or savepoint anyway, such as a delivery or a
         reply's record, where the extra savepoint would only cost (three statements more on a hot path)."""
@@ -264,7 +261,7 @@ class SessionStore:
         return self._append(conn, session_id, [(payload, actor)], now_ms())[0]
 
     def _append(
-        self, conn: sqlite3.Connection, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]], ts: int
+        self, conn: Connection, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]], ts: int
     ) -> list[EventRecord]:
         if len(events) > 1:
             return self._append_rows(conn, session_id, events, ts)
@@ -296,7 +293,7 @@ class SessionStore:
         return records
 
     def _append_rows(
-        self, conn: sqlite3.Connection, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]], ts: int
+        self, conn: Connection, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]], ts: int
     ) -> list[EventRecord]:
         """`_append` of several events: numbered after one read of the last `seq` (the write lock is held, so no
         one else numbers meanwhile) and inserted in one statement (`store/batch.py`)."""
@@ -345,7 +342,7 @@ class SessionStore:
 
     def _track(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         session_id: str,
         records: Sequence[EventRecord],
         ts: int,
@@ -386,8 +383,9 @@ class SessionStore:
                 ).fetchall()
             else:
                 rows = conn.execute(
+                    # The subquery named: PostgreSQL before 16 refuses one without an alias.
                     "SELECT * FROM (SELECT * FROM session_events WHERE session_id = ? ORDER BY seq DESC LIMIT ?) "
-                    "ORDER BY seq",
+                    "AS newest ORDER BY seq",
                     (session_id, last),
                 ).fetchall()
         resolver = payloads.Resolver(self.db)

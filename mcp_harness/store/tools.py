@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import cbor2
 
 from mcp_harness.callables.documents import ToolDocument, cid_of_bytes
 from mcp_harness.store._util import now_ms
-from mcp_harness.store.db import Database
+from mcp_harness.store.port import Store
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -30,7 +30,7 @@ class ToolRecord:
         return self.document.kind
 
 
-def _record(row: sqlite3.Row) -> ToolRecord:
+def _record(row: Any) -> ToolRecord:
     return ToolRecord(
         document=ToolDocument.from_json(cbor2.loads(row["doc_cbor"])),
         cid=row["cid"],
@@ -57,7 +57,7 @@ def _encoded(doc: ToolDocument) -> tuple[bytes, str]:
 class ToolStore:
     """Tool document rows. Methods block; call them off the event loop."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
         self._materialized: dict[str, frozenset[tuple[str, str]]] = {}
         # Every model turn lists the agent's tools (for the <space> index); decoded lists are kept until this

@@ -8,9 +8,10 @@ in the append's own transaction, so the answer costs one indexed read however lo
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from typing import Any
+
+from mcp_harness.store.port import Connection
 
 TOOLS_PREFIX = "~/tools/"
 
@@ -34,7 +35,7 @@ def touched_name(payload: dict[str, Any], actor: str) -> str | None:
     return None
 
 
-def track(conn: sqlite3.Connection, session_id: str, events: Iterable[tuple[dict[str, Any], str]]) -> None:
+def track(conn: Connection, session_id: str, events: Iterable[tuple[dict[str, Any], str]]) -> None:
     """Record what these appended events touch (inside the append's transaction)."""
     names = {name for payload, actor in events if (name := touched_name(payload, actor)) is not None}
     if names:
@@ -44,7 +45,7 @@ def track(conn: sqlite3.Connection, session_id: str, events: Iterable[tuple[dict
         )
 
 
-def names(conn: sqlite3.Connection, session_id: str) -> set[str]:
+def names(conn: Connection, session_id: str) -> set[str]:
     """Every callable name the session has touched."""
     rows = conn.execute("SELECT name FROM session_touched WHERE session_id = ?", (session_id,)).fetchall()
     return {str(row[0]) for row in rows}

@@ -12,18 +12,14 @@ Methods block on SQLite; call them off the event loop.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import cbor2
 
 from mcp_harness.jsondepth import without_surrogates
 from mcp_harness.store._util import new_id, now_ms
-
-if TYPE_CHECKING:
-    # Only for annotations: the migrations (imported by db.py) import this module.
-    from mcp_harness.store.db import Database
+from mcp_harness.store.port import Connection, Store
 
 ACTIVITY_FEED = "hm-activity"
 """The watermark feed of the embedded node's activity (`store/hm_activity.py`)."""
@@ -93,7 +89,7 @@ SCHEMA = (
 )
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: Connection) -> None:
     """Create this store's schema (an older database has no triggers to backfill)."""
     for statement in SCHEMA:
         conn.execute(statement)
@@ -147,7 +143,7 @@ def _load(blob: bytes | None) -> Any:
     return None if blob is None else cbor2.loads(blob)
 
 
-def _trigger(row: sqlite3.Row) -> TriggerRecord:
+def _trigger(row: Any) -> TriggerRecord:
     return TriggerRecord(
         id=row["id"],
         account_id=row["account_id"],
@@ -165,7 +161,7 @@ def _trigger(row: sqlite3.Row) -> TriggerRecord:
     )
 
 
-def _firing(row: sqlite3.Row) -> FiringRecord:
+def _firing(row: Any) -> FiringRecord:
     return FiringRecord(
         id=row["id"],
         trigger_id=row["trigger_id"],
@@ -185,7 +181,7 @@ def _firing(row: sqlite3.Row) -> FiringRecord:
 class TriggerStore:
     """The trigger tables. Methods block; call them off the event loop."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
 
     # -- triggers ------------------------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ This module holds the schema (the migrations import it, so it imports nothing of
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
+
+from mcp_harness.store.port import Connection
 
 SCHEMA = (
     """
@@ -36,7 +37,7 @@ SCHEMA = (
 )
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: Connection) -> None:
     for statement in SCHEMA:
         conn.execute(statement)
 

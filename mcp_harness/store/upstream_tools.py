@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection, Iterable
+from typing import Any
 
 import cbor2
 
@@ -11,12 +11,12 @@ from mcp_harness.callables.documents import ToolDocument, cid_of_bytes
 from mcp_harness.callables.upstream import ServerSpec
 from mcp_harness.errors import Conflict
 from mcp_harness.store._util import now_ms
-from mcp_harness.store.db import Database
+from mcp_harness.store.port import Store
 from mcp_harness.store.tools import ToolRecord
 from mcp_harness.store.upstream import SyncReport
 
 
-def _record(row: sqlite3.Row) -> ToolRecord:
+def _record(row: Any) -> ToolRecord:
     return ToolRecord(
         document=ToolDocument.from_json(cbor2.loads(row["doc_cbor"])),
         cid=row["cid"],
@@ -29,7 +29,7 @@ def _record(row: sqlite3.Row) -> ToolRecord:
 class UpstreamStore:
     """Server and tool rows. Methods block; call them off the event loop."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
         self._tools: tuple[int, list[ToolRecord]] | None = None
 

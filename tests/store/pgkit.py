@@ -18,7 +18,6 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 import psycopg
 import pytest
@@ -26,6 +25,7 @@ from psycopg import sql
 
 from mcp_harness.store.db import Database
 from mcp_harness.store.pg import PgDatabase
+from mcp_harness.store.port import Store
 
 SUPERUSER = "postgres"
 
@@ -133,12 +133,13 @@ def pg_cluster_fixture(request: pytest.FixtureRequest) -> Cluster:
 
 
 @pytest.fixture(params=["sqlite", "postgres"], name="any_db")
-def any_db_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    """A migrated database on each backend in turn (typed as the SQLite one: PgDatabase is its port)."""
+def any_db_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A migrated database on each backend in turn, as the store port both meet."""
+    db: Store
     if request.param == "sqlite":
         db = Database(tmp_path / "harness.db")
     else:
-        db = cast(Database, PgDatabase(cluster(request).new_database(migrated=True), pool_size=4))
+        db = PgDatabase(cluster(request).new_database(migrated=True), pool_size=4)
     try:
         yield db
     finally:

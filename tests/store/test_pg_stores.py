@@ -13,9 +13,11 @@ from mcp_harness.errors import Conflict, NotFound
 from mcp_harness.store import instances
 from mcp_harness.store.agents import AgentStore
 from mcp_harness.store.db import Database
+from mcp_harness.store.port import Store
 from mcp_harness.store.providers import ProviderRow, ProviderStore
+from mcp_harness.store.runs import RunStore
 from mcp_harness.store.secrets import SecretStore
-from mcp_harness.store.sessions import SessionStore
+from mcp_harness.store.sessions import NewSession, SessionStore
 from mcp_harness.store.triggers import ACTIVITY_FEED, TriggerStore
 from tests.store.pgkit import any_db_fixture  # noqa: F401  (the any_db fixture)
 
@@ -25,7 +27,7 @@ def definition(name: str) -> AgentDefinition:
 
 
 @pytest.fixture
-def agents(any_db: Database, tmp_path: Path) -> AgentStore:
+def agents(any_db: Store, tmp_path: Path) -> AgentStore:
     store = AgentStore(any_db, tmp_path)
     store.ensure_account("acct", "owner")
     store.ensure_account("acct", "owner")  # INSERT OR IGNORE: a second call is a no-op
@@ -53,7 +55,7 @@ def test_agents_are_created_found_renamed_and_deleted(agents: AgentStore) -> Non
         agents.get(first.id)
 
 
-def test_providers_insert_list_and_delete(any_db: Database) -> None:
+def test_providers_insert_list_and_delete(any_db: Store) -> None:
     AgentStore(any_db, Path("/nowhere")).ensure_account("acct", "owner")
     store = ProviderStore(any_db)
     row = store.insert(ProviderRow(account_id="acct", name="p", type="openai", model="m", options={"ownsSecret": True}))
@@ -66,7 +68,7 @@ def test_providers_insert_list_and_delete(any_db: Database) -> None:
     assert store.get("acct", "p") is None
 
 
-def test_secrets_seal_replace_and_refuse_another_kind(any_db: Database, tmp_path: Path) -> None:
+def test_secrets_seal_replace_and_refuse_another_kind(any_db: Store, tmp_path: Path) -> None:
     AgentStore(any_db, tmp_path).ensure_account("acct", "owner")
     store = SecretStore(any_db, Settings(data_dir=tmp_path))
     store.set("acct", "token", b"one", metadata={"label": "x"})
@@ -86,9 +88,7 @@ def test_secrets_seal_replace_and_refuse_another_kind(any_db: Database, tmp_path
         store.get_value("acct", "token")
 
 
-def test_triggers_fire_once_per_dedupe_key_and_take_their_webhook_secret_along(
-    any_db: Database, tmp_path: Path
-) -> None:
+def test_triggers_fire_once_per_dedupe_key_and_take_their_webhook_secret_along(any_db: Store, tmp_path: Path) -> None:
     agent = AgentStore(any_db, tmp_path)
     agent.ensure_account("acct", "owner")
     agent_id = agent.create("acct", definition("a")).id
@@ -107,7 +107,16 @@ def test_triggers_fire_once_per_dedupe_key_and_take_their_webhook_secret_along(
     assert store.due(2_000, 10) == [saved.id]
     assert store.next_due() == 1_000
     assert store.index_entries(agent_id) == ([("nightly", True)], 1)
-    assert store.insert_firing(trigger=saved, dedupe_key="k1", activity={"a": 1}, summary="s", fired_at=5) is not None
+    firing_id = store.insert_firing(trigger=saved, dedupe_key="k1", activity={"a": 1}, summary="s", fired_at=5)
+    assert firing_id is not None
+    store.update_firing(firing_id, status="started", session_id=None, error=None)  # COALESCE(NULL, session_id)
+    store.update_firing(firing_id, status="error", error="boom")
+    found = store.firing(firing_id)
+    assert found is not None and (found.status, found.session_id, found.error) == ("error", None, "boom")
+    assert [f.id for f in store.recent_firings(saved.id)] == [firing_id]
+    store.set_error(saved.id, "bad cron")
+    assert [t.id for t in store.enabled_of_types("acct", ("schedule", "webhook"))] == [saved.id]
+    assert [t.id for t in store.named(agent_id, "nightly")] == [t.id for t in store.of_agent(agent_id)]
     assert store.insert_firing(trigger=saved, dedupe_key="k1", activity={"a": 1}, summary="s", fired_at=6) is None
     store.mark_fired(saved.id, 7)
     store.mark_fired(saved.id, 3)  # the later time stays: MAX(a, b) on both backends
@@ -129,6 +138,7 @@ def test_triggers_fire_once_per_dedupe_key_and_take_their_webhook_secret_along(
     assert store.delete(saved.id) is False
 
 
+# `Database` here: instances.py and RunStore are typed against SQLite's classes still (not the port's).
 def test_instances_are_written_seen_alive_and_swept(any_db: Database) -> None:
     instances.here("live")
     try:
@@ -148,7 +158,7 @@ def test_instances_are_written_seen_alive_and_swept(any_db: Database) -> None:
         instances.gone(None, "live")
 
 
-def test_sessions_log_events_with_their_open_calls_and_large_values(any_db: Database, tmp_path: Path) -> None:
+def test_sessions_log_events_with_their_open_calls_and_large_values(any_db: Store, tmp_path: Path) -> None:
     agent = AgentStore(any_db, tmp_path)
     agent.ensure_account("acct", "owner")
     agent_id = agent.create("acct", definition("a")).id
@@ -177,3 +187,54 @@ def test_sessions_log_events_with_their_open_calls_and_large_values(any_db: Data
     assert store.standing("acct", agent_id).id == store.standing("acct", agent_id).id
     assert store.chain_depth(session.id) == 0
     assert store.count("acct") == 2
+
+
+# `Database` here: instances.py and RunStore are typed against SQLite's classes still (not the port's).
+def test_sessions_are_made_in_batches_paged_and_chained_to_their_runs(any_db: Database, tmp_path: Path) -> None:
+    agent = AgentStore(any_db, tmp_path)
+    agent.ensure_account("acct", "owner")
+    agent_id = agent.create("acct", definition("a")).id
+    store = SessionStore(any_db)
+    parent = store.create("acct", agent_id, title="parent")
+    run = RunStore(any_db).enqueue(
+        account_id="acct", title="child", origin="agent", agent_id=agent_id, input={"spec": {"output": {"a": 1}}}
+    )
+    brief = ({"type": "message", "role": "user", "content": "brief"}, "user")
+    store.create_many(
+        "acct",
+        [
+            NewSession(
+                id="child", agent_id=agent_id, kind="child", parent_session_id=parent.id, run_id=run.id, events=[brief]
+            ),
+            NewSession(id="other", agent_id=agent_id, parent_session_id="child"),
+        ],
+    )
+    assert store.parent_of("other") == "child" and store.parent_of("nothing") is None
+    assert store.chain_depth("other") == 2
+    assert (store.count_children(parent.id), store.live_children(parent.id)) == (1, 1)
+    assert store.owed_output_schema("child") == {"a": 1} and store.owed_output_schema(parent.id) is None
+    assert [e.type for e in store.events("child")] == ["message"]
+    for n in range(3):
+        store.append(parent.id, {"type": "message", "role": "user", "content": f"m{n}"}, "user")
+    assert [e.seq for e in store.events(parent.id, last=2)] == [2, 3]
+    assert [e.seq for e in store.events(parent.id, after=1)] == [2, 3]
+    first = store.list("acct", limit=2)
+    rest = store.list("acct", agent_id=agent_id, after=(first[-1].updated_at, first[-1].id))
+    assert len({s.id for s in first + rest}) == store.count("acct", agent_id=agent_id) == 3
+    assert store.live_run(parent.id) is None
+
+
+def test_text_with_nul_is_kept_and_found_on_both_backends(any_db: Store, tmp_path: Path) -> None:
+    agent = AgentStore(any_db, tmp_path)
+    agent.ensure_account("acct", "owner")
+    store = SessionStore(any_db)
+    session = store.create("acct", agent.create("acct", definition("a")).id, title="t\x00t")
+    store.append(session.id, {"type": "message", "role": "user", "content": "a\x00b"}, "user")
+    store.append(session.id, {"type": "tool_call", "id": "c\x001", "name": "call", "input": {"tool": "x\x00"}}, "agent")
+    # PostgreSQL's text holds no NUL: it is stored as U+FFFD there, and a lookup by the same key still matches.
+    title = store.get(session.id).title
+    assert title in ("t\x00t", "t\ufffdt")
+    assert len(store.touched(session.id)) == 1 and len(store.open_calls(session.id)) == 1
+    assert store.events(session.id)[0].payload["content"] == "a\x00b"  # the log itself is CBOR: kept as it was
+    store.append(session.id, {"type": "tool_result", "toolCallId": "c\x001", "content": "ok"}, "system")
+    assert store.open_calls(session.id) == []  # the result's key found the call's row
