@@ -142,6 +142,7 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
             "m018_attachments",
             "m019_hm_push",
             "m020_mcp_servers",
+            "m021_store_meta",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1

@@ -127,7 +127,7 @@ class RunEngine:
         retry_base_ms: int = RETRY_BASE_MS,
         retry_cap_ms: int = RETRY_CAP_MS,
         poll_interval_s: float = POLL_INTERVAL_S,
-        heartbeat_ms: int = instances.HEARTBEAT_MS,
+        heartbeat_ms: int | None = None,
     ) -> None:
         self.store = store
         self.executors = dict(executors)
@@ -137,7 +137,8 @@ class RunEngine:
         self.retry_base_ms = retry_base_ms
         self.retry_cap_ms = retry_cap_ms
         self.poll_interval_s = poll_interval_s
-        self.heartbeat_ms = heartbeat_ms
+        # Read at construction, not at import: a test (or a setting) that changes the module's beat reaches it.
+        self.heartbeat_ms = instances.HEARTBEAT_MS if heartbeat_ms is None else heartbeat_ms
         """How often this engine beats (`instances`) and sweeps the runs of dead owners back to the queue."""
         self.on_finalized: list[FinalizedHook] = []
         self.on_terminal: list[Callable[[RunRecord], None]] = []
