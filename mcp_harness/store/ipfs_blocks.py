@@ -53,11 +53,14 @@ def migrate(conn: Connection) -> None:
 
 
 def _beside(db: Store) -> Path:
-    # SQLite's file says where the data dir is; a PostgreSQL store has none, so its caller names the root.
+    # SQLite's file says where the data dir is; a PostgreSQL store knows the shared data root it was opened with.
     path = getattr(db, "path", None)
-    if not isinstance(path, Path):
-        raise StorageError(f"{type(db).__name__} has no data dir: give IpfsBlockStore its blocks' root.")
-    return path.parent / BLOCKS_DIR
+    if isinstance(path, Path):
+        return path.parent / BLOCKS_DIR
+    data_dir = getattr(db, "data_dir", None)
+    if isinstance(data_dir, Path):
+        return data_dir / BLOCKS_DIR
+    raise StorageError(f"{type(db).__name__} has no data dir: give IpfsBlockStore its blocks' root.")
 
 
 class IpfsBlockStore:

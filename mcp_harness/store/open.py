@@ -30,7 +30,7 @@ def open_store(settings: Settings, *, migrate: bool = True) -> Database | PgData
             f"[store] url names a PostgreSQL database but its driver is missing ({exc.name}): install the "
             "postgres extra (`pip install 'seed-harness[postgres]'`) or remove [store] url to use SQLite."
         ) from exc
-    return PgDatabase(settings.store.url, migrate=migrate)
+    return PgDatabase(settings.store.url, migrate=migrate, data_dir=settings.data_dir)
 
 
 def open_serving_store(settings: Settings) -> Database | PgDatabase:

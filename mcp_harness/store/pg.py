@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from pathlib import Path
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -54,10 +55,12 @@ class PgDatabase:
     errors: tuple[type[Exception], ...] = (psycopg.Error,)
     """The driver's failures, for a loop that retries after a database error (the run pump) without importing it."""
 
-    def __init__(self, url: str, *, pool_size: int = 8, migrate: bool = True) -> None:
+    def __init__(self, url: str, *, pool_size: int = 8, migrate: bool = True, data_dir: Path | None = None) -> None:
         from mcp_harness.store.pg_migrations import migrate as apply
 
         self.url = url
+        self.data_dir = data_dir
+        """The shared data root the files beside the rows live in (IPFS blocks), when the harness names one."""
         # One direct connection first: a wrong URL fails now with the server's reason (a pool would retry until its
         # timeout), and the migrations run on it before any pooled connection exists.
         try:

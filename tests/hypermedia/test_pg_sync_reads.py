@@ -7,8 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from mcp_harness.config import HmServerSettings
 from mcp_harness.harness import Harness
 from mcp_harness.hypermedia import blobs
@@ -18,9 +16,9 @@ from mcp_harness.hypermedia.sync.collect import document_items, retry_refused
 from mcp_harness.hypermedia.sync.push import PushHook
 from mcp_harness.hypermedia.web_reads import SeedReads
 from mcp_harness.identity.keys import KeyPair
-from mcp_harness.store import ipfs_blocks
 from mcp_harness.store.db import Database
 from mcp_harness.store.hm_push import PushQueue
+from mcp_harness.store.pg import PgDatabase
 from mcp_harness.store.port import Store
 from tests.hypermedia.test_sync_ingest import OPS, OWNER, TS
 from tests.hypermedia.test_sync_push_groups import SERVER, WRITER, Nodes
@@ -28,13 +26,12 @@ from tests.store.harnesskit import any_harness_fixture  # noqa: F401  (the any_h
 from tests.store.pgkit import any_db_fixture  # noqa: F401  (the any_db fixture)
 
 
-def test_a_set_aside_publish_goes_back_with_its_document(
-    any_db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_set_aside_publish_goes_back_with_its_document(any_db: Store, tmp_path: Path) -> None:
     a_db: Any = any_db  # Node and the sync code take the store port's SQLite face (docs/postgres.md, "Next" 1)
-    # The sync code opens `IpfsBlockStore(db)`, whose root a PgDatabase cannot tell (no file): until the store knows
-    # its data root, the blocks' root is given here as a serving harness's would be (its data dir's ipfs/).
-    monkeypatch.setattr(ipfs_blocks, "_beside", lambda db: tmp_path / ipfs_blocks.BLOCKS_DIR)
+    # The sync code opens `IpfsBlockStore(db)`: a PgDatabase keeps its blocks under the data root `open_store`
+    # names, given here as a serving harness's would be.
+    if isinstance(any_db, PgDatabase):
+        any_db.data_dir = tmp_path
     a, b = Node(a_db), Node(Database(tmp_path / "b.db"))
     genesis = blobs.genesis_change(OWNER)
     cap = blobs.capability(OWNER, delegate=WRITER.account_id, ts=TS, path="/a")
