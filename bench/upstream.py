@@ -9,6 +9,8 @@ the five verbs however many servers there are, and each upstream tool is one `ca
   directly sends them (measured as bench/tokens.py measures: wire field names, absent fields left out, compact JSON);
 - latency: p50 and p99 of `call {tool: "mcp__memory__read_graph"}` through the harness against `read_graph` called
   directly on the same server, both over stdio with the SDK `Client`, alternating in blocks. Target: ≤ +2 ms p50.
+  On Linux also the harness process's CPU time per call (user + system), which moves far less than wall time when
+  other work loads the box.
 
 The servers come from tests/js/node_modules (pinned in tests/js/package.json; `npm ci --prefix tests/js`).
 Run: `.venv/bin/python bench/upstream.py [--n 300] [--check]`; `--check` exits 1 when the p50 overhead is over the
@@ -81,6 +83,21 @@ async def _timed(fn: Callable[[], Awaitable[Any]], n: int) -> list[float]:
     return out
 
 
+def _harness_cpu_ms() -> float | None:
+    """CPU time so far of our `mcp-harness serve` child (Linux /proc), or None where that cannot be read."""
+    try:
+        children = [
+            c for t in os.listdir("/proc/self/task") for c in Path(f"/proc/self/task/{t}/children").read_text().split()
+        ]
+        for pid in children:
+            if "mcp_harness\0serve" in Path(f"/proc/{pid}/cmdline").read_text():
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def _p(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -151,9 +168,11 @@ async def run(n: int, check: bool) -> int:
                         await _timed(fn, 20)  # warm both paths (and the harness's warm connection)
                     ours_ms: list[float] = []
                     direct_ms: list[float] = []
+                    cpu_before = _harness_cpu_ms()
                     for _ in range(max(1, n // BLOCK)):
                         ours_ms += await _timed(through, BLOCK)
                         direct_ms += await _timed(straight, BLOCK)
+                    cpu_after = _harness_cpu_ms()
         finally:
             everything.terminate()
             everything.wait(10)
@@ -162,6 +181,8 @@ async def run(n: int, check: bool) -> int:
     print(f"call p50 — direct over stdio: {p50_direct:.2f} ms (p99 {_p(direct_ms, 0.99):.2f}); through mcp-harness: "
           f"{p50_ours:.2f} ms (p99 {_p(ours_ms, 0.99):.2f}); overhead {overhead:+.2f} ms "
           f"(target ≤ +{TARGET_MS:g} ms, {len(ours_ms)} calls each)")  # fmt: skip
+    if cpu_before is not None and cpu_after is not None:
+        print(f"harness CPU per call (user + system): {(cpu_after - cpu_before) / len(ours_ms):.2f} ms")
     return 1 if check and overhead > TARGET_MS else 0
 
 

@@ -87,6 +87,8 @@ ASYNC_VERBS = frozenset({"call", "delegate"})
 
 AsyncVerb = Callable[[VerbContext, dict[str, Any]], Awaitable[VerbResult]]
 ASYNC_HANDLERS: dict[str, AsyncVerb] = {"call": call_verb.call, "delegate": delegate_verb.delegate}
+ASYNC_PREPARE: dict[str, Callable[[VerbContext, dict[str, Any]], Any]] = {"call": call_verb.prepare}
+"""A long-running verb's first blocking look-up, run in the hop that logs its call (`VerbContext.prepared`)."""
 UNLOGGED_VERBS = frozenset({"plan"})
 """Plan calls write no transcript events (HARNESS §1.1): the checklist is state, not conversation."""
 
@@ -533,11 +535,28 @@ class Harness:
         return result, error
 
     async def invoke_async(
-        self, ctx: VerbContext, verb: str, arguments: dict[str, Any], call_id: str | None = None
+        self,
+        ctx: VerbContext,
+        verb: str,
+        arguments: dict[str, Any],
+        call_id: str | None = None,
+        *,
+        logged: bool = False,
     ) -> tuple[VerbResult | None, HarnessError | None]:
-        """A long-running verb: its `tool_call` is committed before it starts, so a crash mid-call stays visible."""
+        """A long-running verb: its `tool_call` is committed before it starts, so a crash mid-call stays visible.
+        `logged`: the caller committed it already (`log_call_sync`, with `call_id`), in the hop that built `ctx`."""
         handler = ASYNC_HANDLERS[verb]
-        return await self._logged(ctx, verb, arguments, lambda c: handler(c, arguments), call_id, answer=True)
+        return await self._logged(
+            ctx, verb, arguments, lambda c: handler(c, arguments), call_id, answer=True, logged=logged
+        )
+
+    def log_call_sync(self, ctx: VerbContext, verb: str, arguments: dict[str, Any]) -> str:
+        """Commit a long-running call's `tool_call` before it starts (`invoke_async(..., logged=True)` runs it);
+        returns its id. Blocking."""
+        call_id = _call_id(ctx.actor)
+        if ctx.session_id is not None:
+            self.sessions.append(ctx.session_id, _call(verb, call_id, arguments), ctx.actor)
+        return call_id
 
     async def start_async(
         self, ctx: VerbContext, verb: str, arguments: dict[str, Any], start: Callable[[VerbContext], Awaitable[T]]
@@ -555,10 +574,12 @@ class Harness:
         call_id: str | None,
         *,
         answer: bool,
+        logged: bool = False,
     ) -> tuple[T | None, HarnessError | None]:
-        """Log the call, check its input, run it; log its outcome (a refusal always, a success when `answer`)."""
+        """Log the call (unless `logged`: the caller did), check its input, run it; log its outcome (a refusal
+        always, a success when `answer`)."""
         call_id = call_id or _call_id(ctx.actor)
-        if ctx.session_id is not None:
+        if ctx.session_id is not None and not logged:
             call = _call(verb, call_id, arguments)
             await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, call, ctx.actor)
         result: T | None = None
@@ -686,11 +707,28 @@ class SessionBinding:
         """Run a verb on this binding's session: one hop off the event loop for a quick verb."""
         if verb not in ASYNC_VERBS:
             return await anyio.to_thread.run_sync(self._invoke_sync, verb, arguments, actor)
+
+        def begin() -> tuple[VerbContext, str]:
+            # One hop, not two, for the context and the call's `tool_call` (committed before the verb starts, as
+            # `invoke_async` would have): on the `call` path each hop costs about what the commit does.
+            ctx = self.context_sync(actor)
+            call_id = self.harness.log_call_sync(ctx, verb, arguments)
+            prepare = ASYNC_PREPARE.get(verb)
+            if prepare is None:
+                return ctx, call_id
+            try:
+                prepared = prepare(dataclasses.replace(ctx, call_id=call_id), arguments)
+            except Exception:  # the call is logged: the verb meets the failure again itself, and answers it
+                logger.debug("preparing %s failed; the verb looks it up itself", verb, exc_info=True)
+                prepared = None
+            return dataclasses.replace(ctx, prepared=prepared), call_id
+
         try:
-            ctx = await anyio.to_thread.run_sync(self.context_sync, actor)
+            ctx, call_id = await anyio.to_thread.run_sync(begin)
         except HarnessError as exc:
             return None, exc
-        return await self.harness.invoke_async(dataclasses.replace(ctx, progress=progress), verb, arguments)
+        ctx = dataclasses.replace(ctx, progress=progress)
+        return await self.harness.invoke_async(ctx, verb, arguments, call_id, logged=True)
 
     async def owed_output_schema(self) -> dict[str, Any] | None:
         """The result schema this session owes its parent (a delegated child), else None."""

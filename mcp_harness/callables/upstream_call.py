@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -28,10 +29,33 @@ MAX_LOGGED_TEXT = 256 * 1024
 
 
 def find_tool(ctx: VerbContext, name: str) -> ToolRecord | None:
-    """The document of `name` if the agent may call it: a mounted server's tool the agent is granted. Blocking."""
-    from mcp_harness.callables.catalog import upstream_documents
+    """The document of `name` if the agent may call it: a mounted server's tool the agent is granted. Blocking.
 
-    return next((r for r in upstream_documents(ctx.services, ctx.agent) if r.name == name), None)
+    What `catalog.upstream_documents` answers for this one name, without decoding and grant-checking the whole
+    catalog on every call: the grant first (no database), then that server's documents only."""
+    from mcp_harness.grants import upstream_granted
+
+    parts = split_name(name)
+    if parts is None or not upstream_granted(ctx.agent.definition, name):
+        return None
+    host = ctx.services
+    if parts[0] not in host.mcp_servers():
+        return None
+    return next((r for r in host.upstream_store.tools([parts[0]]) if r.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """`find_tool`'s answer for one call, looked up in the hop that logged it (`VerbContext.prepared`)."""
+
+    call_id: str | None
+    name: str
+    record: ToolRecord | None
+
+
+def prepare(ctx: VerbContext, name: str) -> Prepared:
+    """Blocking."""
+    return Prepared(ctx.call_id, name, find_tool(ctx, name))
 
 
 async def call_upstream(ctx: VerbContext, name: str, tool_input: dict[str, Any]) -> VerbResult | None:
@@ -41,7 +65,11 @@ async def call_upstream(ctx: VerbContext, name: str, tool_input: dict[str, Any])
         return None
     server, tool = parts
     services = ctx.services
-    record = await anyio.to_thread.run_sync(find_tool, ctx, name)
+    ready = ctx.prepared
+    if isinstance(ready, Prepared) and ready.name == name and ready.call_id == ctx.call_id:
+        record = ready.record
+    else:
+        record = await anyio.to_thread.run_sync(find_tool, ctx, name)
     if record is None:
         from mcp_harness.grants import upstream_granted
 
@@ -54,7 +82,7 @@ async def call_upstream(ctx: VerbContext, name: str, tool_input: dict[str, Any])
         record = await anyio.to_thread.run_sync(find_tool, ctx, name)
         if record is None:
             return None
-    errors = input_errors(record.document.input, tool_input)
+    errors = input_errors(record.document.input, tool_input, record.cid)
     if errors:
         return touch_expand(name, contract_markdown(record.document, record.cid), errors)
     logger.info("upstream call: actor=%s agent=%s server=%s tool=%s", ctx.actor, ctx.agent.id, server, tool)
@@ -79,11 +107,20 @@ def _validator(schema_json: str) -> Any:
     return cls(schema)
 
 
-def input_errors(schema: dict[str, Any], value: dict[str, Any]) -> list[str]:
+_BY_CID: dict[str, Any] = {}
+"""Validators by the CID of the document whose input schema they check: a CID names its contract exactly, so the
+schema is not re-serialized on every call to find its validator."""
+
+
+def input_errors(schema: dict[str, Any], value: dict[str, Any], cid: str | None = None) -> list[str]:
     """`$.path: message` for each way `value` breaks the upstream's own schema (full JSON Schema, not our subset).
-    A schema jsonschema cannot use is left to the upstream to enforce."""
+    A schema jsonschema cannot use is left to the upstream to enforce. `cid`: the document's, when known."""
     try:
-        validator = _validator(json.dumps(schema, sort_keys=True))
+        validator = _BY_CID.get(cid) if cid is not None else None
+        if validator is None:
+            validator = _validator(json.dumps(schema, sort_keys=True))
+            if cid is not None and len(_BY_CID) < 4096:  # bounded: each entry is a compiled schema
+                _BY_CID[cid] = validator
         found = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     except Exception:  # a malformed upstream schema: the upstream decides
         return []

@@ -181,6 +181,8 @@ class Connection:
         Raises:
             Upstream: it could not be started, naming the server and why.
         """
+        if self._client is not None and not self._ended.is_set():
+            return self._client  # up: every call but the first takes this path, so no timeout scope for it
         # Down (starting, or waiting out a backoff): the next attempt's outcome decides, so a server that cannot
         # start fails the call at once with its reason instead of after the whole timeout.
         with anyio.move_on_after(self.spec.timeout_s):

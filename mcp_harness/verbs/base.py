@@ -35,6 +35,9 @@ class VerbContext:
     """The logged `tool_call` id of this call (delegate links its child to it)."""
     run_id: str | None = None
     """The run executing this call, for calls the server's own agent loop makes (None for MCP clients)."""
+    prepared: Any = None
+    """What the verb's blocking look-up found in the hop that logged the call (`harness.ASYNC_PREPARE`), so the
+    verb need not leave the event loop again for it; None when nothing was prepared."""
 
 
 Progress = Callable[[str], Awaitable[None]]

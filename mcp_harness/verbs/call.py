@@ -50,6 +50,18 @@ async def call(ctx: VerbContext, arguments: dict[str, Any]) -> VerbResult:
     return VerbResult.of({**listing, "summary": summary}, listing["markdown"])
 
 
+def prepare(ctx: VerbContext, arguments: dict[str, Any]) -> Any:
+    """The blocking look-up a call of a mounted server's tool starts with, done in the hop that logs the call
+    (`harness.ASYNC_PREPARE`): one trip off the event loop fewer on the path every upstream call takes."""
+    raw = arguments.get("tool")
+    name = callable_alias(raw.strip()) if isinstance(raw, str) else ""
+    if not name.startswith("mcp__"):
+        return None
+    from mcp_harness.callables.upstream_call import prepare as prepare_upstream
+
+    return prepare_upstream(ctx, name)
+
+
 async def dispatch(ctx: VerbContext, name: str, tool_input: dict[str, Any]) -> VerbResult:
     """Run builtin `name` on input its contract accepted (the caller checked grant, offer and input)."""
     tool = registry.builtin(name)
