@@ -34,9 +34,13 @@ def _register(db: Database, owner: str, *, host: str, heartbeat_at: int) -> None
 def test_the_sweep_requeues_only_the_runs_of_dead_owners(db: Database, store: RunStore) -> None:
     _register(db, "alive-elsewhere", host="other-host", heartbeat_at=now_ms())
     _register(db, "stale-elsewhere", host="other-host", heartbeat_at=now_ms() - instances.STALE_MS - 1)
-    kept, stale, unknown = add(store), add(store), add(store)
+    for _ in range(3):
+        add(store)
+    held: dict[str, str] = {}  # owner → the run it claimed (runs queued in one millisecond claim in id order)
     for owner in ("alive-elsewhere", "stale-elsewhere", "never-registered"):
-        assert len(store.claim_batch(owner, {"agent": 1})) == 1
+        (claimed,) = store.claim_batch(owner, {"agent": 1})
+        held[owner] = claimed.id
+    kept, stale, unknown = (store.get(held[o]) for o in ("alive-elsewhere", "stale-elsewhere", "never-registered"))
     assert sorted(store.sweep_dead_owners()) == sorted([stale.id, unknown.id])
     assert store.get(kept.id).lease_owner == "alive-elsewhere"
     assert [(store.get(r).status, store.get(r).lease_owner, store.get(r).attempt) for r in (stale.id, unknown.id)] == [
