@@ -85,9 +85,11 @@ async def throughput(nodes: list[Node], clients: int, seconds: float) -> float:
     return done / elapsed
 
 
-async def measure_throughput(root: Path, url: str, clients: int, seconds: float) -> dict[str, float]:
+async def measure_throughput(root: Path, cluster: pgkit.Cluster, clients: int, seconds: float) -> dict[str, float]:
     figures: dict[str, float] = {}
-    for label, store_url, replicas in (("sqlite x1", None, 1), ("postgres x1", url, 1), ("postgres x2", url, 2)):
+    for label, backend, replicas in (("sqlite x1", "sqlite", 1), ("postgres x1", "pg", 1), ("postgres x2", "pg", 2)):
+        # A database per case: a store is bound to one data root (its marker), and each case has its own.
+        store_url = cluster.new_database() if backend == "pg" else None
         case = root / label.replace(" ", "-")
         data = case / "data"
         data.mkdir(parents=True)
@@ -156,7 +158,7 @@ async def main_async(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
             root = Path(tmp)
             print(f"throughput: {args.clients} clients, {args.seconds:g} s each (2 cores: overhead, not scale)")
-            figures = await measure_throughput(root, cluster.new_database(), args.clients, args.seconds)
+            figures = await measure_throughput(root, cluster, args.clients, args.seconds)
             base = figures["sqlite x1"]
             for label in ("postgres x1", "postgres x2"):
                 print(f"  ratio {label} / sqlite x1: {figures[label] / base:.2f}")
