@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
@@ -23,14 +21,13 @@ from mcp_harness.definition import AgentDefinition, normalize_definition
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds
 from mcp_harness.memory.store import MemoryStore
-from mcp_harness.scope import Scope
 from mcp_harness.spaces.registry import uses_network
-from mcp_harness.store import AgentRecord, AgentStore, Database, SessionRecord, SessionStore
+from mcp_harness.store import AgentRecord, AgentStore, Database, SessionStore
 from mcp_harness.store._util import new_id
 from mcp_harness.store.attachments import AttachmentStore
 from mcp_harness.store.change_bus import start_change_bus
 from mcp_harness.store.open import open_serving_store
-from mcp_harness.store.sessions import Actor, SessionKind
+from mcp_harness.store.sessions import Actor
 from mcp_harness.store.tools import ToolStore
 from mcp_harness.store.triggers import TriggerStore
 from mcp_harness.verbs import call as call_verb
@@ -38,7 +35,7 @@ from mcp_harness.verbs import delegate as delegate_verb
 from mcp_harness.verbs import plan as plan_verb
 from mcp_harness.verbs import read as read_verb
 from mcp_harness.verbs import write as write_verb
-from mcp_harness.verbs.base import Progress, VerbContext, VerbResult
+from mcp_harness.verbs.base import VerbContext, VerbResult
 from mcp_harness.verbs.contracts import VERBS, input_errors
 
 if TYPE_CHECKING:
@@ -636,105 +633,3 @@ class Harness:
         except OSError as exc:
             logger.exception("verb %s failed on disk", verb)
             return None, HarnessError(f"{verb} failed: {exc.strerror or exc}.")
-
-
-@dataclass
-class SessionBinding:
-    """Which agent and session a connection's verb calls belong to; the session is created on first need."""
-
-    harness: Harness
-    agent_id: str
-    session_id: str | None = None
-    kind: SessionKind = "conversation"
-    title: str | None = None
-    confined_to: str | None = None
-    """For a request with an agent-scoped token: that agent (name or id). Its calls see only that agent's things."""
-    promoted: dict[str, Any] | None = None
-    """The promoted callables last shown to this binding's client, to notice when the list grows."""
-    _verified: bool = False
-    _scope: Scope | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def scope(self) -> Scope:
-        """Whom this binding's calls act for (`scope.py`). Blocking on first use (resolves the token's agent)."""
-        if self._scope is None:
-            h = self.harness
-            confined = h.agent(self.confined_to).id if self.confined_to is not None else None
-            self._scope = Scope(h.account_id, confined)
-        return self._scope
-
-    @property
-    def verified(self) -> bool:
-        """Whether the bound session has been created or checked."""
-        return self._verified
-
-    def ensure_sync(self) -> SessionRecord:
-        """The bound session, created (or, for an explicit id, checked) once. Blocking."""
-        h = self.harness
-        with self._lock:
-            if self.session_id is not None:
-                record = self.scope().session(h.sessions.find(self.session_id), self.session_id)
-            elif self.kind == "standing":
-                record = h.sessions.standing(h.account_id, self.agent_id)
-            else:
-                record = h.sessions.create(h.account_id, self.agent_id, kind=self.kind, title=self.title)
-            self.session_id = record.id
-            self.agent_id = record.agent_id
-            self._verified = True
-            return record
-
-    def context_sync(self, actor: Actor = "agent", *, create: bool = True) -> VerbContext:
-        """The verb context for a call on this binding. Blocking; one session lookup at most per binding."""
-        if (create or self.session_id is not None) and not self._verified:
-            self.ensure_sync()
-        agent = self.harness.agents.get(self.agent_id)
-        return VerbContext(
-            services=self.harness, agent=agent, session_id=self.session_id, actor=actor, scope=self.scope()
-        )
-
-    def _invoke_sync(
-        self, verb: str, arguments: dict[str, Any], actor: Actor
-    ) -> tuple[VerbResult | None, HarnessError | None]:
-        try:
-            ctx = self.context_sync(actor)
-        except HarnessError as exc:
-            return None, exc
-        return self.harness.invoke_sync(ctx, verb, arguments)
-
-    async def invoke(
-        self, verb: str, arguments: dict[str, Any], actor: Actor = "agent", progress: Progress | None = None
-    ) -> tuple[VerbResult | None, HarnessError | None]:
-        """Run a verb on this binding's session: one hop off the event loop for a quick verb."""
-        if verb not in ASYNC_VERBS:
-            return await anyio.to_thread.run_sync(self._invoke_sync, verb, arguments, actor)
-
-        def begin() -> tuple[VerbContext, str]:
-            # One hop, not two, for the context and the call's `tool_call` (committed before the verb starts, as
-            # `invoke_async` would have): on the `call` path each hop costs about what the commit does.
-            ctx = self.context_sync(actor)
-            call_id = self.harness.log_call_sync(ctx, verb, arguments)
-            prepare = ASYNC_PREPARE.get(verb)
-            if prepare is None:
-                return ctx, call_id
-            try:
-                prepared = prepare(dataclasses.replace(ctx, call_id=call_id), arguments)
-            except Exception:  # the call is logged: the verb meets the failure again itself, and answers it
-                logger.debug("preparing %s failed; the verb looks it up itself", verb, exc_info=True)
-                prepared = None
-            return dataclasses.replace(ctx, prepared=prepared), call_id
-
-        try:
-            ctx, call_id = await anyio.to_thread.run_sync(begin)
-        except HarnessError as exc:
-            return None, exc
-        ctx = dataclasses.replace(ctx, progress=progress)
-        return await self.harness.invoke_async(ctx, verb, arguments, call_id, logged=True)
-
-    async def owed_output_schema(self) -> dict[str, Any] | None:
-        """The result schema this session owes its parent (a delegated child), else None."""
-        if self.session_id is None:
-            return None
-        return await anyio.to_thread.run_sync(self.harness.sessions.owed_output_schema, self.session_id)
-
-    async def context(self, actor: Actor = "agent", *, create: bool = True) -> VerbContext:
-        return await anyio.to_thread.run_sync(lambda: self.context_sync(actor, create=create))

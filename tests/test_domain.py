@@ -143,6 +143,7 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
             "m019_hm_push",
             "m020_mcp_servers",
             "m021_store_meta",
+            "m022_mrtr_relay",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -242,7 +243,7 @@ def test_plain_prose_prompts_take_the_fast_path_to_the_same_blocks_and_markdown(
 def test_an_event_holding_a_lone_surrogate_is_stored_with_a_replacement_not_lost(harness: Harness) -> None:
     """Whoever appends it (a verb call's log, a model's reply decoded from JSON), an event with a lone surrogate
     is stored, readable, with U+FFFD in the surrogate's place; the session stays readable."""
-    from mcp_harness.harness import SessionBinding
+    from mcp_harness.binding import SessionBinding
 
     session = harness.sessions.create(harness.account_id, harness.agent().id)
     harness.sessions.append(session.id, {"type": "message", "role": "assistant", "content": "x\ud800y"}, "agent")

@@ -84,7 +84,7 @@ def arguments_of(args: argparse.Namespace) -> dict[str, Any]:
 def _invoke_command(args: argparse.Namespace, out: Any) -> int:
     import anyio
 
-    from mcp_harness.harness import SessionBinding
+    from mcp_harness.binding import SessionBinding
     from mcp_harness.user_verbs import invoke_as_user
 
     arguments = arguments_of(args)

@@ -17,8 +17,8 @@ from pydantic import TypeAdapter
 from mcp_harness import cursors
 from mcp_harness.addresses import Address, parse_address, thread_uri, tool_uri
 from mcp_harness.addresses import memory_uri as memory_resource_uri
+from mcp_harness.binding import SessionBinding
 from mcp_harness.errors import HarnessError
-from mcp_harness.harness import SessionBinding
 from mcp_harness.memory.paths import normalize_memory_path
 from mcp_harness.spaces.registry import read_space, resource_forms
 from mcp_harness.spaces.space import ResourceForm

@@ -31,10 +31,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_harness import __version__
+from mcp_harness.binding import SessionBinding
 from mcp_harness.callables.catalog import promoted_callables
 from mcp_harness.config import TokenSettings
 from mcp_harness.errors import BadRequest, HarnessError
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.resources import RESOURCE_TEMPLATES, list_resources, read_resource
 from mcp_harness.server import apps
 from mcp_harness.server.completions import complete

@@ -24,7 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 from mcp_harness.errors import BadRequest
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import SessionBinding
+    from mcp_harness.binding import SessionBinding
 
 _BLOCKS: TypeAdapter[list[types.ContentBlock]] = TypeAdapter(list[types.ContentBlock])
 ACCEPTED = "text, image, audio, resource (embedded) and resource_link content blocks"

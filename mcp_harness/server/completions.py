@@ -21,7 +21,8 @@ from mcp_harness.scope import Owner
 from mcp_harness.verbs.contracts import VERBS
 
 if TYPE_CHECKING:
-    from mcp_harness.harness import Harness, SessionBinding
+    from mcp_harness.binding import SessionBinding
+    from mcp_harness.harness import Harness
     from mcp_harness.verbs.base import VerbContext
 
 MAX_VALUES = 100

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
     from mcp.server.context import ServerRequestContext
 
-    from mcp_harness.harness import Harness, SessionBinding
+    from mcp_harness.binding import SessionBinding
+    from mcp_harness.harness import Harness
     from mcp_harness.verbs.base import Progress, VerbContext
 
 logger = logging.getLogger(__name__)

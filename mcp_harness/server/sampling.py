@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.request_state import RequestStateBoundary
 
-    from mcp_harness.harness import Harness, SessionBinding
+    from mcp_harness.binding import SessionBinding
+    from mcp_harness.harness import Harness
     from mcp_harness.verbs.base import Progress
 
 INSTEAD = (

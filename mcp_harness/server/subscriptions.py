@@ -35,8 +35,9 @@ from mcp_harness.resources import read_resource
 from mcp_harness.resources.catalog import read_resource_sync
 
 if TYPE_CHECKING:
+    from mcp_harness.binding import SessionBinding
     from mcp_harness.console.live import ChangeFeed
-    from mcp_harness.harness import Harness, SessionBinding
+    from mcp_harness.harness import Harness
 
 logger = logging.getLogger(__name__)
 

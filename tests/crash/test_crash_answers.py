@@ -264,7 +264,8 @@ import os, signal, sys
 from pathlib import Path
 import anyio
 from mcp_harness.config import load_settings
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.binding import SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.verbs.delegate import spawn_for_client
 
 SCRIPT = "def main(ctx):\\n    return ctx.delegate({'brief': 'Quick child'})['text']\\n"

@@ -9,8 +9,9 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from mcp_harness.binding import SessionBinding
 from mcp_harness.definition import normalize_definition
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.identity.identities import create_identity
 from mcp_harness.resources import RESOURCE_TEMPLATES
 from mcp_harness.server import build_server

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.binding import SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.identity.identities import create_identity
 from mcp_harness.server import build_server
 from mcp_harness.server.completions import complete_sync

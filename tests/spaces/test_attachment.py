@@ -13,7 +13,8 @@ import pytest
 from mcp import Client
 
 from mcp_harness.addresses import parse_address
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.binding import SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.models.vision import MAX_IMAGE_BYTES
 from mcp_harness.server import build_server
 from mcp_harness.spaces.attachment import read_attachment

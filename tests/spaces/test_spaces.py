@@ -9,8 +9,9 @@ from typing import Any, get_args
 import pytest
 
 from mcp_harness.addresses import AddressKind
+from mcp_harness.binding import SessionBinding
 from mcp_harness.errors import HarnessError
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.spaces import hm, web
 from mcp_harness.spaces.registry import SPACES, read_space, supported_read_forms, supported_write_forms, uses_network
 from mcp_harness.verbs.base import VerbContext

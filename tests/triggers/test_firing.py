@@ -11,7 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.binding import SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.runs.records import RunRecord
 from mcp_harness.store.triggers import TriggerRecord
 from mcp_harness.triggers.chain import matches

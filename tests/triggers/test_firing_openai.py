@@ -17,9 +17,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from mcp_harness.binding import SessionBinding
 from mcp_harness.config import load_settings
 from mcp_harness.definition import normalize_definition
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.triggers.fire import CONTEXT_NOTE
 from tests.conftest import serving
 from tests.triggers.triggerkit import HOUR, Clock, firings

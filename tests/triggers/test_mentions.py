@@ -10,7 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.binding import SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.identity.identities import create_identity
 from mcp_harness.runs.records import RunRecord
 from mcp_harness.store.agents import AgentRecord

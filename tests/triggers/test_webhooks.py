@@ -13,8 +13,9 @@ import httpx2
 import pytest
 from mcp import Client
 
+from mcp_harness.binding import SessionBinding
 from mcp_harness.config import HttpSettings, TokenSettings, token_hash
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.server import build_server, http_app
 from mcp_harness.triggers.fire import CONTEXT_NOTE
 from mcp_harness.triggers.webhooks import MAX_BODY_BYTES, SECRET_KIND, secret_name, signature

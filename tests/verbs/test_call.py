@@ -11,9 +11,10 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from mcp_harness.binding import SessionBinding
 from mcp_harness.config import load_settings
 from mcp_harness.definition import normalize_definition
-from mcp_harness.harness import Harness, SessionBinding
+from mcp_harness.harness import Harness
 from mcp_harness.server import build_server
 from tests.conftest import call, refused
 
