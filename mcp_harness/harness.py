@@ -17,13 +17,11 @@ import anyio
 import anyio.to_thread
 
 from mcp_harness.config import Settings
-from mcp_harness.definition import AgentDefinition, normalize_definition
+from mcp_harness.definition import AgentDefinition
 from mcp_harness.errors import BadRequest, HarnessError
-from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds
 from mcp_harness.memory.store import MemoryStore
 from mcp_harness.spaces.registry import uses_network
 from mcp_harness.store import AgentRecord, AgentStore, Database, SessionStore
-from mcp_harness.store._util import new_id
 from mcp_harness.store.attachments import AttachmentStore
 from mcp_harness.store.change_bus import start_change_bus
 from mcp_harness.store.open import open_serving_store
@@ -36,6 +34,7 @@ from mcp_harness.verbs import plan as plan_verb
 from mcp_harness.verbs import read as read_verb
 from mcp_harness.verbs import write as write_verb
 from mcp_harness.verbs.base import VerbContext, VerbResult
+from mcp_harness.verbs.call_events import call_event, new_call_id, outcome_event
 from mcp_harness.verbs.contracts import VERBS, input_errors
 
 if TYPE_CHECKING:
@@ -90,28 +89,6 @@ UNLOGGED_VERBS = frozenset({"plan"})
 """Plan calls write no transcript events (HARNESS §1.1): the checklist is state, not conversation."""
 
 
-def _call(verb: str, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    if depth_exceeds(arguments, MAX_INPUT_DEPTH):
-        # Refused by its contract anyway; logged as a marker, since a value this deep would not decode again.
-        arguments = {"omitted": f"the input nests deeper than {MAX_INPUT_DEPTH} levels"}
-    return {"type": "tool_call", "id": call_id, "name": verb, "input": arguments}
-
-
-def _outcome(verb: str, call_id: str, result: VerbResult | None, error: HarnessError | None) -> dict[str, Any]:
-    outcome: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "name": verb}
-    if error is not None:
-        outcome["error"] = error.message
-    else:
-        assert result is not None
-        outcome["output"] = result.data if result.logged is None else result.logged
-    return outcome
-
-
-def _call_id(actor: Actor) -> str:
-    """Tool call ids; the user's are prefixed, as the reference's are, so a transcript shows who acted at a glance."""
-    return f"user-{new_id()}" if actor == "user" else new_id()
-
-
 class Harness:
     """Everything a verb may touch, opened once per process."""
 
@@ -160,49 +137,19 @@ class Harness:
     # -- agents --------------------------------------------------------------------------------------------
 
     def default_definition(self) -> AgentDefinition:
-        """The default agent as `[agent]` describes it, checked as `agent create` checks a new one: its name, its
-        model (the provider's default when unset), its grants, and its signing keys (by label, account id or
-        secret name; stored as secret names).
+        """The default agent as `[agent]` describes it, checked (`definition_config.py`).
 
         Raises:
             BadRequest: naming the `[agent]` setting that is wrong and what is accepted.
         """
-        from mcp_harness.definition import check_agent_name
-        from mcp_harness.grants import check_grant_names
+        from mcp_harness.definition_config import configured_definition
 
-        a = self.settings.agent
-        where = "Invalid configuration: [agent]"
-        try:
-            check_agent_name(a.name)
-            check_grant_names(a.tools)
-        except BadRequest as exc:
-            raise BadRequest(f"{where}: {exc.message}") from exc
-        model = a.model or self.providers.default_model(a.model_provider)
-        if model is None:
-            self.providers.require(a.model_provider)
-            raise BadRequest(
-                f"{where}: model is unset and provider {a.model_provider!r} has no default model. Set [agent] model, "
-                f"or give the provider one (`mcp-harness provider add NAME --type T --model M`, or model in "
-                f"[providers.{a.model_provider}])."
-            )
-        raw: dict[str, Any] = {
-            "name": a.name,
-            "systemPrompt": a.system_prompt,
-            "modelProvider": a.model_provider,
-            "model": model,
-        }
-        if a.reasoning_level:
-            raw["reasoningLevel"] = a.reasoning_level
-        if a.tools is not None:
-            raw["tools"] = a.tools
-        if a.signing_keys:
+        def signing_key(ref: str) -> str:
             from mcp_harness.identity.identities import resolve_identity  # imports PyNaCl: only when needed
 
-            try:
-                raw["signingKeys"] = [resolve_identity(self, ref).name for ref in a.signing_keys]
-            except HarnessError as exc:
-                raise BadRequest(f"{where} signing_keys: {exc.message}") from exc
-        return normalize_definition(raw)
+            return resolve_identity(self, ref).name
+
+        return configured_definition(self.settings.agent, self.providers, signing_key)
 
     def agent(self, name_or_id: str | None = None) -> AgentRecord:
         """The named agent, or the configured default agent (created from config on first use)."""
@@ -516,18 +463,18 @@ class Harness:
         """
         if ctx.session_id is None or verb in UNLOGGED_VERBS:
             return self._run_verb(ctx, verb, arguments)
-        call_id = call_id or _call_id(ctx.actor)
+        call_id = call_id or new_call_id(ctx.actor)
         if uses_network(verb, arguments):  # as the address's space declares (spaces/registry.py)
             # A fetch may take seconds: it must not hold the database. The call is logged first, on its own.
-            self.sessions.append(ctx.session_id, _call(verb, call_id, arguments), ctx.actor)
+            self.sessions.append(ctx.session_id, call_event(verb, call_id, arguments), ctx.actor)
             result, error = self._run_verb(ctx, verb, arguments)
-            self._answer_once(ctx.session_id, call_id, _outcome(verb, call_id, result, error), ctx.actor)
+            self._answer_once(ctx.session_id, call_id, outcome_event(verb, call_id, result, error), ctx.actor)
             return result, error
         with self.db.transaction():
             result, error = self._run_verb(ctx, verb, arguments)
-            outcome = _outcome(verb, call_id, result, error)
+            outcome = outcome_event(verb, call_id, result, error)
             self.sessions.append_many(
-                ctx.session_id, [(_call(verb, call_id, arguments), ctx.actor), (outcome, ctx.actor)]
+                ctx.session_id, [(call_event(verb, call_id, arguments), ctx.actor), (outcome, ctx.actor)]
             )
         return result, error
 
@@ -550,9 +497,9 @@ class Harness:
     def log_call_sync(self, ctx: VerbContext, verb: str, arguments: dict[str, Any]) -> str:
         """Commit a long-running call's `tool_call` before it starts (`invoke_async(..., logged=True)` runs it);
         returns its id. Blocking."""
-        call_id = _call_id(ctx.actor)
+        call_id = new_call_id(ctx.actor)
         if ctx.session_id is not None:
-            self.sessions.append(ctx.session_id, _call(verb, call_id, arguments), ctx.actor)
+            self.sessions.append(ctx.session_id, call_event(verb, call_id, arguments), ctx.actor)
         return call_id
 
     async def start_async(
@@ -575,9 +522,9 @@ class Harness:
     ) -> tuple[T | None, HarnessError | None]:
         """Log the call (unless `logged`: the caller did), check its input, run it; log its outcome (a refusal
         always, a success when `answer`)."""
-        call_id = call_id or _call_id(ctx.actor)
+        call_id = call_id or new_call_id(ctx.actor)
         if ctx.session_id is not None and not logged:
-            call = _call(verb, call_id, arguments)
+            call = call_event(verb, call_id, arguments)
             await anyio.to_thread.run_sync(self.sessions.append, ctx.session_id, call, ctx.actor)
         result: T | None = None
         error: HarnessError | None = None
@@ -595,13 +542,13 @@ class Harness:
             # The caller gave up (or the run was canceled): the call still gets its one answer, now, rather than an
             # "interrupted" one at the next boot. A child's own delivery may have answered it first; that one stands.
             if ctx.session_id is not None:
-                outcome = _outcome(verb, call_id, None, HarnessError(CANCELED_TEXT))
+                outcome = outcome_event(verb, call_id, None, HarnessError(CANCELED_TEXT))
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
             raise
         if ctx.session_id is not None and (answer or error is not None):
             data = result if isinstance(result, VerbResult) else None
-            outcome = _outcome(verb, call_id, data, error)
+            outcome = outcome_event(verb, call_id, data, error)
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
         return result, error
