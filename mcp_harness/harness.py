@@ -215,6 +215,7 @@ class Harness:
                 self.runs,
                 {"agent": LazyExecutor(self._agent_executor), "workflow": LazyExecutor(self._script_executor)},
                 max_agent_runs=self.settings.runs.max_agent_runs,
+                heartbeat_ms=int(self.settings.runs.heartbeat_s * 1000),
             )
 
             async def hook(run: RunRecord) -> None:

@@ -18,7 +18,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mcp_harness.store import instances
 from mcp_harness.store._util import now_ms
 
 if TYPE_CHECKING:
@@ -28,8 +27,8 @@ logger = logging.getLogger(__name__)
 
 STORE_TIMEOUT_S = 5.0
 """A store that does not answer within this is unreachable, as far as a load balancer should care."""
-STALLED_AFTER_MS = 3 * instances.HEARTBEAT_MS
-"""An engine whose last heartbeat is older than this has stopped pumping (it beats every HEARTBEAT_MS)."""
+STALLED_BEATS = 3
+"""An engine whose last heartbeat is older than this many of its beats (`[runs] heartbeat_s`) has stopped pumping."""
 
 
 def _heartbeat(harness: Harness, owner: str | None) -> int | None:
@@ -57,7 +56,8 @@ async def health(harness: Harness) -> tuple[bool, dict[str, str]]:
     elif store != "ok":
         engine = "unknown"
     else:
-        engine = "alive" if beat is not None and now_ms() - beat < STALLED_AFTER_MS else "stalled"
+        stalled_after = STALLED_BEATS * harness.engine.heartbeat_ms
+        engine = "alive" if beat is not None and now_ms() - beat < stalled_after else "stalled"
     return (store, engine) == ("ok", "alive"), {"store": store, "engine": engine}
 
 
@@ -70,4 +70,4 @@ def health_routes(harness: Harness) -> list[Route]:
     return [Route("/healthz", endpoint=healthz, methods=["GET"])]
 
 
-__all__ = ["STALLED_AFTER_MS", "health", "health_routes"]
+__all__ = ["STALLED_BEATS", "health", "health_routes"]

@@ -180,7 +180,7 @@ async def play(tmp: Path, cluster: Cluster) -> Aftermath:
     config = tmp / "config.toml"
     config.write_text(
         f'log_level = "INFO"\n\n[providers.scripted]\ntype = "scripted"\nfile = {json.dumps(str(script))}\n\n'
-        f"[store]\nurl = {json.dumps(url)}\n\n[triggers]\npoll_interval_s = 0.05\n"
+        f"[store]\nurl = {json.dumps(url)}\n\n[triggers]\npoll_interval_s = 0.05\n\n[runs]\nheartbeat_s = 1\n"
     )
     session_id = seed(url, data_dir, config)
     updates = Updates()
