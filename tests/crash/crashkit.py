@@ -152,6 +152,30 @@ def write_config(tmp: Path, rules: list[dict[str, Any]]) -> Path:
     return config
 
 
+def ledger_tree_rules(coordinator: str, leaves: list[str], *, delay_ms: int, final_text: str) -> list[dict[str, Any]]:
+    """A coordinator that delegates `leaves` at once; leaf i appends `leaf-i` to `ledger.txt` (a sandboxed shell call:
+    the side effect a crash must not repeat), then waits `delay_ms` for its model's second reply."""
+
+    def execute(i: int) -> dict[str, Any]:
+        shell = {"runtime": "shell", "code": f"echo leaf-{i} >> ledger.txt"}
+        return {"name": "call", "input": {"tool": "execute", "input": shell}}
+
+    rules: list[dict[str, Any]] = [
+        {"when": brief, "turns": [{"toolCalls": [execute(i)]}, {"delayMs": delay_ms, "text": f"leaf {i} done"}]}
+        for i, brief in enumerate(leaves)
+    ]
+    rules.append(
+        {
+            "when": coordinator,
+            "turns": [
+                {"toolCalls": [{"name": "delegate", "input": {"brief": b}} for b in leaves]},
+                {"text": final_text},
+            ],
+        }
+    )
+    return rules
+
+
 def require_sandbox(tmp: Path) -> None:
     from mcp_harness.config import load_settings
     from mcp_harness.harness import Harness

@@ -38,7 +38,7 @@ import anyio
 import pytest
 from anyio.abc import ByteReceiveStream, Process
 
-from tests.crash.crashkit import events, ledger, rpc, runs, until
+from tests.crash.crashkit import events, ledger, ledger_tree_rules, rpc, runs, until
 
 LEAVES = 3
 LEAF_DELAY_MS = 3000
@@ -55,34 +55,8 @@ def leaf_brief(i: int) -> str:
 
 
 def script() -> dict[str, Any]:
-    leaves = [
-        {
-            "when": leaf_brief(i),
-            "turns": [
-                {
-                    "toolCalls": [
-                        {
-                            "name": "call",
-                            "input": {
-                                "tool": "execute",
-                                "input": {"runtime": "shell", "code": f"echo leaf-{i} >> ledger.txt"},
-                            },
-                        }
-                    ]
-                },
-                {"delayMs": LEAF_DELAY_MS, "text": f"leaf {i} done"},
-            ],
-        }
-        for i in range(LEAVES)
-    ]
-    coordinator = {
-        "when": COORDINATOR_BRIEF,
-        "turns": [
-            {"toolCalls": [{"name": "delegate", "input": {"brief": leaf_brief(i)}} for i in range(LEAVES)]},
-            {"text": FINAL_TEXT},
-        ],
-    }
-    return {"rules": [*leaves, coordinator]}
+    leaves = [leaf_brief(i) for i in range(LEAVES)]
+    return {"rules": ledger_tree_rules(COORDINATOR_BRIEF, leaves, delay_ms=LEAF_DELAY_MS, final_text=FINAL_TEXT)}
 
 
 INITIALIZE = rpc(

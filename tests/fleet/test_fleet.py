@@ -32,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from psycopg.rows import dict_row
 
 from tests.conftest import call
-from tests.crash.crashkit import answer_problems, ledger, require_sandbox, until
+from tests.crash.crashkit import answer_problems, ledger, ledger_tree_rules, require_sandbox, until
 from tests.hypermedia.nodekit import Node, serve_http
 from tests.store.pgkit import Cluster, pg_cluster_fixture  # noqa: F401  (the fixture)
 
@@ -50,34 +50,9 @@ def leaf(i: int) -> str:
 
 
 def rules() -> list[dict[str, Any]]:
-    shell = [
-        {
-            "when": leaf(i),
-            "turns": [
-                {
-                    "toolCalls": [
-                        {
-                            "name": "call",
-                            "input": {
-                                "tool": "execute",
-                                "input": {"runtime": "shell", "code": f"echo leaf-{i} >> ledger.txt"},
-                            },
-                        }
-                    ]
-                },
-                {"delayMs": LEAF_DELAY_MS, "text": f"leaf {i} done"},
-            ],
-        }
-        for i in range(LEAVES)
-    ]
-    coordinator = {
-        "when": COORDINATOR,
-        "turns": [
-            {"toolCalls": [{"name": "delegate", "input": {"brief": leaf(i)}} for i in range(LEAVES)]},
-            {"text": "all leaves came back"},
-        ],
-    }
-    return [*shell, coordinator, {"turns": [{"text": "handled"}]}]
+    leaves = [leaf(i) for i in range(LEAVES)]
+    tree = ledger_tree_rules(COORDINATOR, leaves, delay_ms=LEAF_DELAY_MS, final_text="all leaves came back")
+    return [*tree, {"turns": [{"text": "handled"}]}]
 
 
 def query(url: str, sql: LiteralString, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
