@@ -7,8 +7,11 @@ the client re-sends the call with `inputResponses` and the echoed `requestState`
 waiting on it, and the call waits again — for the next requests or the child's result. Each round is a request of
 its own, so the delegate itself runs in a task of the server's lifespan, not in a round's handler.
 
-The request state is sealed by the SDK (`RequestStateBoundary`: AES-GCM under a key of this process, bound to the
-tool call's arguments and to the caller's token) and names the call and, per key, the run that asked. It is checked
+The request state is sealed by the SDK (`RequestStateBoundary`: AES-GCM, bound to the tool call's arguments and to
+the caller's token) and names the call and, per key, the run that asked. On SQLite the key is this process's: one
+process holds every call, so a state outliving it fails at the seal. On PostgreSQL every replica of the store shares
+one key (`store_meta`), and a round reaching a replica that does not hold its call is relayed to the holder through
+the store (`mrtr_relay.py`). It is checked
 again here against the caller's session. Only requests still waiting take a response, so a stale one (a turn that
 timed out and asked again, a replayed round, a restart) is never fed into another turn: it is ignored, or after a
 restart the state no longer unseals.
@@ -29,7 +32,10 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_harness.errors import HarnessError
 from mcp_harness.server.client_calls import CallTrees, ClientCall, VerbOutcome
+from mcp_harness.server.mrtr_relay import Relay, RemoteCall
 from mcp_harness.server.transports import TOKEN_SCOPE_KEY
+from mcp_harness.store import store_meta
+from mcp_harness.store.db import Database
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -49,6 +55,8 @@ STATE_TTL_S = 3600.0
 """How long a round's state stays valid. Longer than a turn's wait for its reply (`SamplingClient`), so a client
 that comes back late still reaches the call — and its result, once the turn has failed or retried."""
 GONE = "This delegate call is no longer open here (it ended, or the server restarted); delegate again."
+STATE_KEY = "mrtr_request_state_key"
+"""The `store_meta` key of the request-state key the replicas of a PostgreSQL store share."""
 
 
 def _token_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -62,8 +70,12 @@ class ClientCalls:
     def __init__(self, harness: Harness) -> None:
         self.harness = harness
         self.calls: dict[str, ClientCall] = {}
-        # A key of this process only: a state outlives neither it nor its calls, which live only in its memory.
-        self.security = RequestStateSecurity(keys=[os.urandom(32)], ttl=STATE_TTL_S, bind_principal=_token_of)
+        # SQLite: a key of this process only, since a state outlives neither it nor its calls (in its memory only).
+        # PostgreSQL: the key of the store, so that any replica unseals a round and relays it to the call's holder.
+        shared = not isinstance(harness.db, Database)
+        key = store_meta.shared_key(harness.db, STATE_KEY) if shared else os.urandom(32)
+        self.relay = Relay(harness.db) if shared else None
+        self.security = RequestStateSecurity(keys=[key], ttl=STATE_TTL_S, bind_principal=_token_of)
         self.trees = CallTrees(harness)
 
     def boundary(self) -> RequestStateBoundary:
@@ -71,15 +83,19 @@ class ClientCalls:
 
     # -- the sampling side ---------------------------------------------------------------------------------------
 
-    async def route(self, session_id: str) -> tuple[ClientCall, str] | None:
-        """The open call whose tree the run now on `session_id` belongs to, with that run's id; None if none."""
-        if not self.calls or not session_id:
+    async def route(self, session_id: str) -> tuple[ClientCall | RemoteCall, str] | None:
+        """The open call whose tree the run now on `session_id` belongs to, with that run's id; None if none. On
+        PostgreSQL the call may be held by another replica (this one's engine claimed the run)."""
+        if not session_id or (not self.calls and self.relay is None):
             return None
         found = await self.harness.engine.offload(self.trees.of_session, session_id)
-        if found is None or found[2] not in self.calls:
+        if found is None:
             return None
         run_id, root_id, call_id = found
-        call = self.calls[call_id]
+        call = self.calls.get(call_id)
+        if call is None:
+            remote = None if self.relay is None else await self.relay.remote(call_id)
+            return None if remote is None else (remote, run_id)
         call.root_run_id = root_id
         return call, run_id
 
@@ -103,9 +119,17 @@ class ClientCalls:
             return None, exc
         owner = (_token_of(ctx), verb_ctx.session_id)
         if params.request_state is not None:
-            call, asked = self._resume(params.request_state, owner)
-            self._answer(call, asked, params.input_responses or {})
-            return await self._round(call, report)
+            call_id, asked = self._resume(params.request_state)
+            call = self.calls.get(call_id)
+            if call is None and self.relay is not None:  # held by another replica: relayed through the store
+                relayed = await self.relay.round(call_id, owner, asked, params.input_responses or {})
+                if relayed is None:
+                    raise MCPError(types.INVALID_PARAMS, GONE)
+                return relayed
+            if call is None or call.owner != owner:  # the same answer for someone else's call as for a gone one
+                raise MCPError(types.INVALID_PARAMS, GONE)
+            self.answer(call, asked, params.input_responses or {})
+            return await self._local_round(call, report)
         self._purge()
         call = ClientCall(owner=owner, can_sample=can_sample)
         self.calls[call.id] = call
@@ -116,8 +140,21 @@ class ClientCalls:
                 return await self._invoke_inline(call, verb_ctx, arguments, report)
             finally:
                 self.calls.pop(call.id, None)
+        if self.relay is not None:
+            try:
+                await self.relay.hold(call, STATE_TTL_S)  # before any state naming the call leaves this replica
+            except BaseException:
+                self.calls.pop(call.id, None)
+                raise
+            tg.start_soon(self.relay.watch, self, call)
         tg.start_soon(self._invoke, call, dataclasses.replace(verb_ctx, progress=call.forward), arguments)
-        return await self._round(call, report)
+        return await self._local_round(call, report)
+
+    async def _local_round(self, call: ClientCall, report: Progress) -> VerbOutcome | types.InputRequiredResult:
+        answer = await self.run_round(call, report)
+        if self.relay is not None and not isinstance(answer, types.InputRequiredResult):
+            await self.relay.drop(call.id)  # its outcome is delivered: no replica needs the call's row any more
+        return answer
 
     async def _invoke_inline(
         self, call: ClientCall, verb_ctx: VerbContext, arguments: dict[str, Any], report: Progress
@@ -138,18 +175,16 @@ class ClientCalls:
             call.finished.set()
             call.notify()
 
-    def _resume(self, state: str, owner: tuple[str | None, str | None]) -> tuple[ClientCall, dict[str, str]]:
+    @staticmethod
+    def _resume(state: str) -> tuple[str, dict[str, str]]:
         try:
             decoded = json.loads(state)
-            call, asked = self.calls.get(decoded["call"]), dict(decoded["asked"])
-        except (ValueError, KeyError, TypeError):
+            return str(decoded["call"]), {str(k): str(v) for k, v in dict(decoded["asked"]).items()}
+        except (ValueError, KeyError, TypeError, AttributeError):
             raise MCPError(types.INVALID_PARAMS, GONE) from None
-        if call is None or call.owner != owner:  # the same answer for someone else's call as for a gone one
-            raise MCPError(types.INVALID_PARAMS, GONE)
-        return call, asked
 
     @staticmethod
-    def _answer(call: ClientCall, asked: dict[str, str], responses: dict[str, Any]) -> None:
+    def answer(call: ClientCall, asked: dict[str, str], responses: dict[str, Any]) -> None:
         """Hand each response to the turn still waiting on that key, and on that run; a request left unanswered is
         asked again next round (SEP-2322 error handling). Anything else is ignored."""
         for key, run_id in asked.items():
@@ -163,7 +198,8 @@ class ClientCalls:
             else:
                 pending.sent = False
 
-    async def _round(self, call: ClientCall, report: Progress) -> VerbOutcome | types.InputRequiredResult:
+    async def run_round(self, call: ClientCall, report: Progress | None) -> VerbOutcome | types.InputRequiredResult:
+        """Wait for what the call's client is to get next (`report`: its progress, None for a relayed round)."""
         call.round += 1
         mine = call.round
         call.report = report

@@ -511,6 +511,14 @@ def m021_store_meta(conn: sqlite3.Connection) -> None:
     store_meta.migrate(conn)
 
 
+@migration
+def m022_mrtr_relay(conn: sqlite3.Connection) -> None:
+    """2026-07-28 delegate rounds relayed between replicas (store/mrtr_relay.py): one row per open call."""
+    from mcp_harness.store import mrtr_relay
+
+    mrtr_relay.migrate(conn)
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from pathlib import Path
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread

@@ -32,6 +32,17 @@ def get(conn: Any, key: str) -> str | None:
     return None if row is None else str(row[0])
 
 
+def shared_key(db: Any, key: str) -> bytes:
+    """32 random bytes kept under `key`, made by the first replica that asks (under the writer lock, so every
+    replica of the store gets the same ones)."""
+    with db.transaction() as conn:
+        value = get(conn, key)
+        if value is None:
+            value = os.urandom(32).hex()
+            conn.execute("INSERT INTO store_meta (key, value) VALUES (?, ?)", (key, value))
+    return bytes.fromhex(value)
+
+
 def check_data_root(db: Any, data_dir: Path, store: str) -> str:
     """Check that `data_dir` carries the marker of the store `db` (named `store` in messages), writing both on the
     first start; returns the marker.
@@ -79,4 +90,4 @@ def _write(path: Path, marker: str) -> None:
     os.replace(partial, path)  # a reader sees no file or the whole marker, never half of it
 
 
-__all__ = ["MARKER_FILE", "MARKER_KEY", "check_data_root", "get", "migrate"]
+__all__ = ["MARKER_FILE", "MARKER_KEY", "check_data_root", "get", "migrate", "shared_key"]
