@@ -117,9 +117,10 @@ class RunSettings(BaseModel):
     max_agent_runs: int = Field(default=16, ge=1, le=256)
     """Agent turns and model children executing at once (the reference uses 8; 16 lets ten parallel children and
     their parent run in one wave)."""
-    heartbeat_s: float = Field(default=30.0, ge=0.1, le=300.0)
+    heartbeat_s: float = Field(default=30.0, ge=0.1, le=60.0)
     """How often the engine beats and sweeps: the runs of a replica or process that died on this host are taken over
-    within one beat (on another host, after five minutes without its beat)."""
+    within one beat (on another host, after five minutes without its beat — at most 60 s, so a live replica elsewhere
+    misses five beats before it counts as dead)."""
 
 
 class WebSettings(BaseModel):

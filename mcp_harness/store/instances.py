@@ -45,13 +45,15 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _host() -> str:
+def _host(boot: str) -> str:
     # The pid namespace is part of "this host": two containers with one hostname still cannot see each other's pids.
+    # So is the boot id: two machines cloned from one image share a hostname and the root namespace's inode, and
+    # each would judge the other's pids locally (dead) and take its runs.
     try:
         namespace = os.stat("/proc/self/ns/pid").st_ino
     except OSError:
         return socket.gethostname()
-    return f"{socket.gethostname()}#{namespace}"
+    return f"{socket.gethostname()}#{namespace}" + (f"#{boot[:8]}" if boot else "")
 
 
 def _stat(pid: int) -> tuple[str, str] | None:
@@ -64,7 +66,7 @@ def _stat(pid: int) -> tuple[str, str] | None:
 
 
 _BOOT = _read("/proc/sys/kernel/random/boot_id") or ""
-HOST = _host()
+HOST = _host(_BOOT)
 PID = os.getpid()
 
 

@@ -65,6 +65,14 @@ def run_record(row: sqlite3.Row) -> RunRecord:
     )
 
 
+CANDIDATES_PER_SLOT = 4
+CANDIDATES_SLACK = 16
+"""A claim pass reads (and on PostgreSQL row-locks) at most this many candidates per free slot, not the whole due
+queue: a backlog of thousands costs a pass what a short queue does. Nothing starves: a kind with no free slot is
+not read, and the only candidates a pass passes over are a second turn of a session it just chose, which the next
+pass excludes by that session's live turn."""
+
+
 class RunClaims:
     """The queue side of `RunStore` (it supplies `db`)."""
 
@@ -199,6 +207,8 @@ class RunClaims:
                     left[kind] = min(left[kind], limits.get(kind, left[kind]) - int(n))
                 if not any(n > 0 for n in left.values()):
                     return []
+                # A kind at its fleet limit is not read at all: its queue would fill the candidates' LIMIT.
+                kinds = [kind for kind in kinds if left[kind] > 0]
             # One read of the candidates in claim order and one update of the chosen, rather than one claim
             # statement (each sorting the whole queue again) per run: a fan-out's hundred children are claimed in
             # one pass. The choice is `claim_next`'s, repeated: a kind's free slots, and one live turn per session
@@ -208,8 +218,8 @@ class RunClaims:
                 f" AND (r.not_before IS NULL OR r.not_before <= ?) AND r.kind IN ({', '.join('?' for _ in kinds)})"
                 f"{skip_sql} AND NOT (r.kind = 'agent' AND r.session_id IS NOT NULL AND EXISTS ("
                 "  SELECT 1 FROM runs o WHERE o.session_id = r.session_id AND o.status IN ('claimed', 'running')))"
-                f" ORDER BY r.queue = 'interactive' DESC, r.created_at, r.id{lock}",
-                (ts, *kinds, *skip),
+                f" ORDER BY r.queue = 'interactive' DESC, r.created_at, r.id LIMIT ?{lock}",
+                (ts, *kinds, *skip, CANDIDATES_PER_SLOT * sum(max(n, 0) for n in left.values()) + CANDIDATES_SLACK),
             ).fetchall()
             chosen: list[str] = []
             sessions: set[str] = set()

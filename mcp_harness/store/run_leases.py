@@ -29,6 +29,7 @@ from mcp_harness.errors import Conflict
 from mcp_harness.store import instances
 from mcp_harness.store._util import now_ms
 from mcp_harness.store.db import Database
+from mcp_harness.store.dialect import backend
 
 logger = logging.getLogger(__name__)
 
@@ -76,11 +77,13 @@ def held_elsewhere(row: Any, owner: str) -> bool:
 def require_lease(conn: sqlite3.Connection, run_id: str, what: str) -> None:
     """Raise `LeaseLost` when the current task executes `run_id` but the row is no longer its own (a takeover).
     Outside an execution (a signal, an operator) nothing is checked. In the caller's transaction: the writer lock
-    (or the row lock on PostgreSQL) keeps the check and the write together."""
+    keeps the check and the write together on SQLite; on PostgreSQL claims do not take that lock, so the check locks
+    the row (a claim in flight is waited for and seen, a later one skips the row until this write commits)."""
     owner = holder(run_id)
     if owner is None:
         return
-    row = conn.execute("SELECT status, lease_owner FROM runs WHERE id = ?", (run_id,)).fetchone()
+    lock = " FOR UPDATE" if backend(conn) == "postgres" else ""
+    row = conn.execute(f"SELECT status, lease_owner FROM runs WHERE id = ?{lock}", (run_id,)).fetchone()
     if row is None or not held_elsewhere(row, owner):
         return
     logger.warning("Run %s is %s by %s, not %s: its %s is dropped", run_id, row[0], row[1], owner, what)

@@ -14,14 +14,21 @@ import pytest
 
 from mcp_harness.runs import Outcome, RunEngine, RunRecord, Succeeded
 from mcp_harness.store.db import Database
+from mcp_harness.store.pg import PgDatabase
 from mcp_harness.store.runs import RunStore
+from tests.store.pgkit import cluster
 
 ACCOUNT = "acct"
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(tmp_path / "h.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """The engine and run suites' database, on each backend in turn (issue 21: the engine suites run on both)."""
+    database: Any
+    if request.param == "sqlite":
+        database = Database(tmp_path / "h.db")
+    else:
+        database = PgDatabase(cluster(request).new_database(migrated=True), pool_size=4)
     seed(database)
     yield database
     database.close()

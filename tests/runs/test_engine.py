@@ -48,7 +48,7 @@ async def test_wait_for_an_already_terminal_run_returns_without_an_engine_servin
 @pytest.mark.anyio
 async def test_concurrency_never_exceeds_the_bound_and_every_run_finishes(store: RunStore) -> None:
     async def slow(run: RunRecord) -> Outcome:
-        await anyio.sleep(0.01)
+        await anyio.sleep(0.05)  # long beside a claim on either backend, so the bound is reached, not only kept
         return Succeeded()
 
     agents, workflows = Fake(slow), Fake(slow)
@@ -431,19 +431,19 @@ class Effects(Fake):
         super().__init__(behave)
         self.db = db
         with db.transaction() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS effects (run_id TEXT, status TEXT)")
+            conn.execute("CREATE TABLE IF NOT EXISTS effects (n INTEGER PRIMARY KEY, run_id TEXT, status TEXT)")
 
     def settled(self, run: RunRecord) -> None:
         with self.db.transaction() as conn:
             assert conn.in_transaction
-            conn.execute("INSERT INTO effects VALUES (?, ?)", (run.id, run.status))
+            conn.execute("INSERT INTO effects (run_id, status) VALUES (?, ?)", (run.id, run.status))
             if run.title == "bad effects":
                 raise RuntimeError("boom")
 
 
 def effects(db: Database) -> list[tuple[str, str]]:
     with db.reading() as conn:
-        return [(row[0], row[1]) for row in conn.execute("SELECT run_id, status FROM effects ORDER BY rowid")]
+        return [(row[0], row[1]) for row in conn.execute("SELECT run_id, status FROM effects ORDER BY n")]
 
 
 @pytest.mark.anyio

@@ -4,8 +4,9 @@ the commit, `first` goes ahead, and a cancelled caller's call runs only if the l
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,6 +19,15 @@ from mcp_harness.runs.lane import StoreLane
 from mcp_harness.store.db import Database
 
 
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """SQLite only: the lane exists to batch commits behind SQLite's single writer, and these tests pin its commit
+    counts there; the engine suites that run through it run on both backends."""
+    database = Database(tmp_path / "h.db")
+    yield database
+    database.close()
+
+
 @dataclass
 class _Store:
     db: Database
@@ -25,7 +35,7 @@ class _Store:
 
 def _lane(db: Database) -> StoreLane:
     with db.transaction() as conn:
-        conn.execute("CREATE TABLE lane_test (x TEXT)")
+        conn.execute("CREATE TABLE lane_test (n INTEGER PRIMARY KEY, x TEXT)")
     return StoreLane(_Store(db))
 
 
@@ -39,7 +49,7 @@ def _insert(db: Database, x: str, fail: bool = False) -> str:
 
 def _rows(db: Database) -> list[str]:
     with db.reading() as conn:
-        return [r[0] for r in conn.execute("SELECT x FROM lane_test ORDER BY rowid")]
+        return [r[0] for r in conn.execute("SELECT x FROM lane_test ORDER BY n")]
 
 
 class _Gate:

@@ -11,6 +11,7 @@ from mcp_harness.runs import Failed, Parked, Succeeded
 from mcp_harness.store import instances
 from mcp_harness.store._util import now_ms
 from mcp_harness.store.db import Database
+from mcp_harness.store.run_claims import CANDIDATES_SLACK
 from mcp_harness.store.run_leases import LeaseLost, executing
 from mcp_harness.store.runs import RunStore
 from tests.runs.conftest import add, seed
@@ -96,3 +97,12 @@ def test_fleet_limits_count_every_owners_live_runs(store: RunStore) -> None:
     store.settle(first[0].id, Succeeded(), owner="a")
     third = store.claim_batch("b", {"agent": 2}, limits=limits)
     assert len(third) == 1 and store.claim_batch("a", {"agent": 2}) != []  # without limits: this engine's own
+
+
+def test_a_claim_pass_reads_a_bounded_queue_and_a_kind_at_its_limit_starves_no_other(store: RunStore) -> None:
+    backlog = [add(store, f"a{i}") for i in range(3 * CANDIDATES_SLACK)]  # more than one pass reads
+    late = add(store, "the workflow behind them", kind="workflow", origin="workflow")
+    limits = {"agent": 1}
+    assert [r.id for r in store.claim_batch("a", {"agent": 1}, limits=limits)] == [backlog[0].id]
+    (workflow,) = store.claim_batch("a", {"agent": 1, "workflow": 1}, limits=limits)
+    assert workflow.id == late.id, "agents at their fleet limit do not fill the pass's candidates"
