@@ -61,9 +61,23 @@ async def health(harness: Harness) -> tuple[bool, dict[str, str]]:
     return (store, engine) == ("ok", "alive"), {"store": store, "engine": engine}
 
 
+CACHE_S = 1.0
+"""A probe within this of the last check gets its answer: a flood of unauthenticated probes costs the store one
+read a second, not a pooled connection (and a worker thread) each."""
+
+
 def health_routes(harness: Harness) -> list[Route]:
+    lock = anyio.Lock()
+    last: list[tuple[float, tuple[bool, dict[str, str]]]] = []
+
+    async def checked() -> tuple[bool, dict[str, str]]:
+        async with lock:  # one check in flight; the probes queued behind it take its answer
+            if not last or anyio.current_time() - last[0][0] >= CACHE_S:
+                last[:] = [(anyio.current_time(), await health(harness))]
+            return last[0][1]
+
     async def healthz(_: Request) -> Response:
-        healthy, report = await health(harness)
+        healthy, report = await checked()
         headers = {"Cache-Control": "no-store"}
         return JSONResponse(report, status_code=200 if healthy else 503, headers=headers)
 

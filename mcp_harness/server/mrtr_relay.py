@@ -118,7 +118,7 @@ class Relay:
                 out: dict[str, Any] = {"seq": inbox["seq"], "state": answer.request_state, "requests": requests}
             else:
                 out = {"seq": inbox["seq"], "outcome": _dump_outcome(answer)}
-            await _off(self.store.reply, call.id, json.dumps(out))
+            await _off(self.store.reply, call.id, int(inbox["seq"]), json.dumps(out))
         except Exception:
             logger.exception("relayed round %s of delegate call %s failed", inbox.get("seq"), call.id)
 
@@ -176,6 +176,8 @@ class Relay:
             raise
 
     async def _await_reply(self, call_id: str, seq: int) -> VerbOutcome | types.InputRequiredResult | None:
+        # As long as a local round would wait (the child's next requests or its result); a holder gone silent ends
+        # it (`_lost`), and a newer round's number ends it (the holder answers only the newest: `RelayStore.reply`).
         while True:
             await anyio.sleep(POLL_S)
             row = await _off(self.store.get, call_id)

@@ -97,9 +97,11 @@ class RelayStore:
             )
         return seq
 
-    def reply(self, call_id: str, outbox: str) -> None:
+    def reply(self, call_id: str, seq: int, outbox: str) -> None:
+        """The holder's answer to round `seq`; dropped when a newer round took over meanwhile (its waiter would never
+        see an answer stamped with an older round's number)."""
         with self.db.transaction() as conn:
-            conn.execute("UPDATE mrtr_relay SET outbox = ? WHERE call_id = ?", (outbox, call_id))
+            conn.execute("UPDATE mrtr_relay SET outbox = ? WHERE call_id = ? AND seq = ?", (outbox, call_id, seq))
 
     def finish(self, call_id: str, outcome: str) -> None:
         with self.db.transaction() as conn:

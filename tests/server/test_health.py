@@ -11,19 +11,21 @@ import pytest
 from mcp_harness.config import HttpSettings, TokenSettings, load_settings, token_hash
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server, http_app
+from mcp_harness.server import health as health_module
 from mcp_harness.server.health import health
 from tests.conftest import serving
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_healthz_says_store_and_engine_in_two_words(tmp_path: Path) -> None:
+async def test_healthz_says_store_and_engine_in_two_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     harness = Harness(load_settings(data_dir=tmp_path / "data"))
     http = HttpSettings(tokens=[TokenSettings(hash=token_hash("secret-token"))])  # /healthz needs none
     app = http_app(build_server(harness), host="127.0.0.1", http=http, health=harness)
     try:
         assert await health(harness) == (False, {"store": "ok", "engine": "stopped"})  # nothing serves yet
         async with serving(app) as base, httpx2.AsyncClient(base_url=base, timeout=30) as web:
+            monkeypatch.setattr(health_module, "CACHE_S", 3600.0)
             alive = await web.get("/healthz")  # the app's lifespan runs the engine
             assert (alive.status_code, alive.json()) == (200, {"store": "ok", "engine": "alive"})
             assert alive.headers["cache-control"] == "no-store"
@@ -32,6 +34,9 @@ async def test_healthz_says_store_and_engine_in_two_words(tmp_path: Path) -> Non
                 conn.execute(
                     "UPDATE instances SET heartbeat_at = heartbeat_at - 600000 WHERE id = ?", (harness.engine_owner,)
                 )
+            cached = await web.get("/healthz")  # within CACHE_S of the last check: its answer, no new read
+            assert (cached.status_code, cached.json()) == (200, {"store": "ok", "engine": "alive"})
+            monkeypatch.setattr(health_module, "CACHE_S", 0.0)
             stalled = await web.get("/healthz")
             assert (stalled.status_code, stalled.json()) == (503, {"store": "ok", "engine": "stalled"})
             harness.db.close()
