@@ -47,7 +47,17 @@ class Listener:
     """One replica's ear: a dedicated connection listening on `channels` until `close`."""
 
     def __init__(self, url: str, channels: tuple[str, ...]) -> None:
-        self._conn = psycopg.connect(url, autocommit=True)
+        # TCP keepalives: a listener only reads, so a peer gone without a reset (a failover) would leave it waiting,
+        # deaf, for ever; with them the socket errors within a minute and the caller reconnects or polls.
+        self._conn = psycopg.connect(
+            url,
+            autocommit=True,
+            connect_timeout=10,
+            keepalives=1,
+            keepalives_idle=30,
+            keepalives_interval=10,
+            keepalives_count=3,
+        )
         for channel in channels:
             self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(check_channel(channel))))
 
