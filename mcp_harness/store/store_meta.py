@@ -51,20 +51,27 @@ def check_data_root(db: Any, data_dir: Path, store: str) -> str:
         Conflict: the data root lacks the marker file or holds another store's, naming both and the requirement.
     """
     path = data_dir / MARKER_FILE
-    with db.transaction() as conn:  # the writer lock: replicas starting together see one marker
-        marker = get(conn, MARKER_KEY)
-        found = _read(path)
-        if marker is None:
-            if found is not None:
-                raise Conflict(
-                    f"The data root {data_dir} belongs to another store (its {MARKER_FILE} holds {found!r}, and the "
-                    f"store {store} names no data root yet). Point --data-dir at this store's shared data root, or "
-                    f"delete {path} if that data root is meant to move to this new store."
-                )
-            marker = new_id()
-            conn.execute("INSERT INTO store_meta (key, value) VALUES (?, ?)", (MARKER_KEY, marker))
-            _write(path, marker)  # before the commit: a marker in the store always has its file
-            return marker
+    written: str | None = None
+    try:
+        with db.transaction() as conn:  # the writer lock: replicas starting together see one marker
+            marker = get(conn, MARKER_KEY)
+            found = _read(path)
+            if marker is None:
+                if found is not None:
+                    raise Conflict(
+                        f"The data root {data_dir} belongs to another store (its {MARKER_FILE} holds {found!r}, and "
+                        f"the store {store} names no data root yet). Point --data-dir at this store's shared data "
+                        f"root, or delete {path} if that data root is meant to move to this new store."
+                    )
+                marker = new_id()
+                conn.execute("INSERT INTO store_meta (key, value) VALUES (?, ?)", (MARKER_KEY, marker))
+                written = marker
+                _write(path, marker)  # before the commit: a marker in the store always has its file
+                return marker
+    except BaseException:
+        if written is not None and _read(path) == written:
+            path.unlink(missing_ok=True)  # the row did not commit: a file without it would refuse every later start
+        raise
     if found != marker:
         held = "lacks the marker file" if found is None else f"holds another store's marker ({found!r})"
         raise Conflict(

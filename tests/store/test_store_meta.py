@@ -10,6 +10,7 @@ import pytest
 from mcp_harness.config import load_settings
 from mcp_harness.errors import Conflict
 from mcp_harness.harness import Harness
+from mcp_harness.store import store_meta
 from mcp_harness.store.store_meta import MARKER_FILE
 from tests.store.pgkit import Cluster, pg_cluster_fixture  # noqa: F401  (the pg_cluster fixture)
 
@@ -51,3 +52,22 @@ def test_a_new_store_will_not_adopt_another_stores_data_root(tmp_path: Path, pg_
 def test_sqlite_needs_no_marker(tmp_path: Path) -> None:
     Harness(load_settings(None, data_dir=tmp_path / "data")).close()
     assert (tmp_path / "data" / "harness.db").exists() and not (tmp_path / "data" / MARKER_FILE).exists()
+
+
+def test_a_first_start_that_fails_before_its_commit_leaves_no_marker_file(
+    tmp_path: Path, pg_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, shared = pg_cluster.new_database(migrated=True), tmp_path / "shared"
+    real_write = store_meta._write
+
+    def write_then_fail(path: Path, marker: str) -> None:
+        real_write(path, marker)
+        raise OSError("the store went away before the commit")
+
+    monkeypatch.setattr(store_meta, "_write", write_then_fail)
+    with pytest.raises(OSError, match="went away"):
+        _harness(url, shared)
+    assert not (shared / MARKER_FILE).exists(), "a file without its row would refuse every later start"
+    monkeypatch.setattr(store_meta, "_write", real_write)
+    _harness(url, shared).close()  # the next start binds the data root as a first start does
+    assert (shared / MARKER_FILE).exists()
