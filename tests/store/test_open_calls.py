@@ -148,9 +148,9 @@ def test_an_instance_elsewhere_is_alive_while_its_heartbeat_is_fresh(conn: sqlit
 
 @pytest.mark.anyio
 async def test_a_serving_engine_holds_a_row_beats_and_removes_it_when_it_stops(
-    harness: Harness, monkeypatch: pytest.MonkeyPatch
+    harness: Harness,
 ) -> None:
-    monkeypatch.setattr(instances, "HEARTBEAT_MS", 10)
+    harness.engine.heartbeat_ms = 10  # `[runs] heartbeat_s` as the engine took it, shortened
 
     def beat() -> int | None:
         with harness.db.reading() as conn:
