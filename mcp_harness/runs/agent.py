@@ -26,13 +26,14 @@ from mcp_harness.runs.images import with_images
 from mcp_harness.runs.outcomes import INTERRUPTED
 from mcp_harness.runs.prompt import (
     MAX_CONTINUATIONS,
+    StartIndex,
     continuation_prompt,
     plan_state,
     system_prompt,
     unmet_notice,
 )
 from mcp_harness.runs.replay import replay
-from mcp_harness.runs.resolve import deliver, pending_spawns, reconcile_session, settle_plan_step
+from mcp_harness.runs.resolve import deliver_within, pending_spawns, reconcile_session, settle_plan_step
 from mcp_harness.scope import Scope
 from mcp_harness.verbs import delegate as delegate_verb
 from mcp_harness.verbs.base import VerbContext, VerbResult
@@ -116,6 +117,7 @@ class AgentExecutor:
 
     def __init__(self, services: Services) -> None:
         self.services = services
+        self._start_index = StartIndex()
 
     async def __call__(self, run: RunRecord) -> Outcome:
         if run.session_id is None or run.agent_id is None:
@@ -163,7 +165,7 @@ class AgentExecutor:
             return None
         turn, client = prepared
         try:
-            first: ModelRequest | Exception = self._request(turn)
+            first: ModelRequest | Exception = self._request(turn, self._start_index.of(self.services, turn.agent))
         except Exception as exc:  # re-raised by `_model_turns`, exactly as if built there
             first = exc
         return turn, client, first
@@ -190,7 +192,8 @@ class AgentExecutor:
 
     # -- the model conversation ---------------------------------------------------------------------------------
 
-    def _request(self, turn: Turn) -> ModelRequest:
+    def _request(self, turn: Turn, space: str | None = None) -> ModelRequest:
+        """The next model request; `space`: its `<space>` index, when `_start` has it already."""
         h = self.services
         run, agent = turn.run, turn.agent
         assert run.session_id is not None
@@ -214,7 +217,7 @@ class AgentExecutor:
         definition = agent.definition
         return ModelRequest(
             model=definition.model,
-            system=system_prompt(h, agent, definition.system_prompt),
+            system=system_prompt(h, agent, definition.system_prompt, space),
             messages=tuple(messages),
             tools=tuple(tools),
             reasoning_level=definition.reasoning_level,
@@ -308,7 +311,7 @@ class AgentExecutor:
         """The engine's terminal effects (see `Executor`): in the terminal commit's own transaction, settle the
         parent's plan step and deliver the result to the parent, requeueing it when this was its last child."""
         settle_plan_step(self.services, run)
-        deliver(self.services, run)
+        deliver_within(self.services, run)  # the engine's savepoint around this is the delivery's
 
     def _park_unless_answered(self, turn: Turn, call_ids: list[str]) -> bool:
         """Park on the children in one transaction with the check, so a child finishing right now is never lost."""

@@ -99,6 +99,17 @@ class _Call:
             self.waiter.set()
 
 
+_here = threading.local()
+"""On a lane's thread: `(lane, serial)` of the call it runs now (`position`)."""
+
+
+def position() -> tuple[StoreLane, int] | None:
+    """Which lane runs the calling code and the serial number of its call there (each call taken counts one), or
+    None off a lane. Two calls of one lane with consecutive serials ran back to back: nothing else of that lane
+    (no claim, no spawn, no reply's write) ran between them."""
+    return getattr(_here, "at", None)
+
+
 def _answer_all(calls: list[_Call]) -> None:
     for call in calls:
         call.answer()
@@ -117,6 +128,8 @@ class StoreLane:
         self._thread: threading.Thread | None = None
         self._idle = False
         """The thread waits for work (so a new call must notify it)."""
+        self._serial = 0
+        """Calls taken so far (`position`)."""
 
     async def call(self, fn: Callable[..., T], *args: Any, first: bool = False) -> T:
         """`fn(*args)` on the lane. `first` puts it ahead of the calls still waiting (not of a group under way)."""
@@ -177,6 +190,8 @@ class StoreLane:
             call = line.popleft()
             call.taken = True
             group.append(call)
+            self._serial += 1
+            _here.at = (self, self._serial)  # the call runs next, on this thread
             return call
 
     def _run(self, group: list[_Call]) -> None:
@@ -222,4 +237,4 @@ class StoreLane:
                 pass
 
 
-__all__ = ["MAX_GROUP", "StoreLane"]
+__all__ = ["MAX_GROUP", "StoreLane", "position"]

@@ -79,10 +79,38 @@ def space_index(host: PromptHost, agent: AgentRecord) -> str:
     )
 
 
-def system_prompt(host: PromptHost, agent: AgentRecord, base_prompt: str) -> str:
+class StartIndex:
+    """The `<space>` index of a run's first request, shared with the run started just before it on the same lane.
+
+    Why: a fan-out's siblings are claimed in one pass and started back to back, and each built the same index
+    (the agent's tools, its memory's top level, its triggers: a third of a start's cost). Why it stays current: a
+    run is claimed on the lane (`RunEngine._dispatch`) after everything that led to it (its spawn, its enqueue,
+    a write before either), and whatever writes on the lane (a claim, a spawn, a reply, a delivery) breaks the
+    chain, so a start reuses only an index built after its own claim. Writes off the lane at that moment (a verb,
+    a client) race the start as they would race building it a millisecond earlier.
+    """
+
+    def __init__(self) -> None:
+        self._last: tuple[object, int, AgentRecord, str] | None = None
+
+    def of(self, host: PromptHost, agent: AgentRecord) -> str:
+        from mcp_harness.runs.lane import position
+
+        at, last = position(), self._last
+        if at is not None and last is not None and last[0] is at[0] and last[1] == at[1] - 1 and last[2] == agent:
+            index = last[3]
+        else:
+            index = space_index(host, agent)
+        self._last = None if at is None else (at[0], at[1], agent, index)
+        return index
+
+
+def system_prompt(host: PromptHost, agent: AgentRecord, base_prompt: str, space: str | None = None) -> str:
+    """The system prompt; `space`: its `<space>` index when the caller has it already (`StartIndex`)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     base_prompt = _with_embeds(host, agent, base_prompt)
-    prompt = f"{base_prompt}\n\n{RUNTIME_PROMPT.format(now=now)}\n\n{space_index(host, agent)}"
+    space = space_index(host, agent) if space is None else space
+    prompt = f"{base_prompt}\n\n{RUNTIME_PROMPT.format(now=now)}\n\n{space}"
     identities = signing_identities(host, agent)
     return f"{prompt}\n\n{identities}" if identities else prompt
 

@@ -20,6 +20,7 @@ from mcp_harness.verbs.plan import mark_done_by_runtime, settle
 
 if TYPE_CHECKING:
     from mcp_harness.store.open_calls import OpenCall
+    from mcp_harness.store.port import Connection
     from mcp_harness.store.runs import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -147,33 +148,48 @@ def deliver(host: RunHost, child: RunRecord) -> str | None:
     if child.parent_run_id is None and child.id in host.awaited_children:
         return None  # an MCP client's delegate call in this process is waiting and writes its own result
     with host.db.transaction() as conn:
-        parent_session = parent_session_of(host, child)
-        if parent_session is None:
-            return None
-        call_id = child.parent_tool_call_id
-        # The parent's status and wait only: decoding its whole row (its brief, its plan) for each child's delivery
-        # is what a wide fan-out would pay a hundred times.
-        parent = host.runs.status_of(child.parent_run_id) if child.parent_run_id is not None else None
-        waiting_on: list[str] = []
-        if parent is not None and parent[0] == "waiting":
-            waiting_on = (parent[1] or {}).get("toolCallIds") or []
-        # One scan of the parent's results answers both questions: is this call answered, and, once it is, are all
-        # the calls the parent waits on?
-        answered = host.sessions.answered_calls(parent_session, [call_id, *waiting_on])
-        if call_id in answered:
-            if child.status == "succeeded" and child.session_id is not None:
-                late = {"type": "message", "role": "user", "content": LATE_NOTICE}
-                host.sessions.append(child.session_id, late, "system")
-            return None
-        event = {"type": "tool_result", "toolCallId": call_id, "name": "delegate", "output": result_of(child)}
-        host.sessions.append_within(conn, parent_session, event, "system")  # this transaction is its savepoint
-        if child.parent_run_id is None:
-            return None  # a client's delegate whose caller is gone (a restart): the result is on record for it
-        if parent is None or parent[0] != "waiting" or child.parent_run_id is None:
-            return None
-        if set(waiting_on) <= answered | {call_id}:
-            host.runs.requeue(child.parent_run_id)
-            return child.parent_run_id
+        return _deliver_in(host, conn, child, child.parent_tool_call_id)
+
+
+def deliver_within(host: RunHost, child: RunRecord) -> str | None:
+    """`deliver` in the caller's open transaction, without a savepoint of its own: for the engine's terminal
+    effects, whose savepoint around them already undoes all of a failed delivery (one savepoint per child fewer)."""
+    if child.parent_tool_call_id is None or (child.parent_run_id is None and child.id in host.awaited_children):
+        return deliver(host, child)
+    with host.db.reading() as conn:
+        if not conn.in_transaction:
+            raise RuntimeError("deliver_within needs the caller's open transaction.")
+        return _deliver_in(host, conn, child, child.parent_tool_call_id)
+
+
+def _deliver_in(host: RunHost, conn: Connection, child: RunRecord, call_id: str) -> str | None:
+    """`deliver`'s body, in `conn`'s open transaction (a savepoint of the caller's, or its own)."""
+    parent_session = parent_session_of(host, child)
+    if parent_session is None:
+        return None
+    # The parent's status and wait only: decoding its whole row (its brief, its plan) for each child's delivery
+    # is what a wide fan-out would pay a hundred times.
+    parent = host.runs.status_of(child.parent_run_id) if child.parent_run_id is not None else None
+    waiting_on: list[str] = []
+    if parent is not None and parent[0] == "waiting":
+        waiting_on = (parent[1] or {}).get("toolCallIds") or []
+    # One scan of the parent's results answers both questions: is this call answered, and, once it is, are all
+    # the calls the parent waits on?
+    answered = host.sessions.answered_calls(parent_session, [call_id, *waiting_on])
+    if call_id in answered:
+        if child.status == "succeeded" and child.session_id is not None:
+            late = {"type": "message", "role": "user", "content": LATE_NOTICE}
+            host.sessions.append(child.session_id, late, "system")
+        return None
+    event = {"type": "tool_result", "toolCallId": call_id, "name": "delegate", "output": result_of(child)}
+    host.sessions.append_within(conn, parent_session, event, "system")  # in the one transaction or savepoint
+    if child.parent_run_id is None:
+        return None  # a client's delegate whose caller is gone (a restart): the result is on record for it
+    if parent is None or parent[0] != "waiting" or child.parent_run_id is None:
+        return None
+    if set(waiting_on) <= answered | {call_id}:
+        host.runs.requeue(child.parent_run_id)
+        return child.parent_run_id
     return None
 
 
