@@ -350,6 +350,7 @@ _ENV: dict[str, tuple[str, ...]] = {
     "MCP_HARNESS_MODEL_PROVIDER": ("agent", "model_provider"),
     "MCP_HARNESS_MODEL": ("agent", "model"),
     "MCP_HARNESS_HTTP": ("http", "listen"),
+    "MCP_HARNESS_STORE_URL": ("store", "url"),
 }
 TOKENS_ENV = "MCP_HARNESS_HTTP_TOKENS"
 """Comma-separated plaintext tokens for the default agent: hashed on load, never stored."""

@@ -203,6 +203,8 @@ class PgDatabase:
         return await anyio.to_thread.run_sync(self.run, fn)
 
     def close(self) -> None:
+        if self._pool.closed:  # closing twice is a no-op, as SQLite's `Database.close` is
+            return
         try:
             with self._pool.connection() as raw:
                 instances.gone(PgConnection(raw), self.instance_id)  # pyright: ignore[reportArgumentType]

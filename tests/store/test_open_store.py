@@ -39,6 +39,19 @@ def test_the_sqlite_file_unless_a_url_names_postgresql(tmp_path: Path, pg_cluste
         pg.close()
 
 
+def test_mcp_harness_store_url_names_the_store_as_the_setting_does(
+    tmp_path: Path, pg_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = pg_cluster.new_database(migrated=True)
+    monkeypatch.setenv("MCP_HARNESS_STORE_URL", url)
+    harness = Harness(load_settings(None, data_dir=tmp_path / "data"))
+    try:
+        assert isinstance(harness.db, PgDatabase) and harness.db.url == url
+    finally:
+        harness.close()
+    harness.close()  # a second close is a no-op on PostgreSQL too
+
+
 @pytest.fixture
 def pg_harness(tmp_path: Path, pg_cluster: Cluster) -> Iterator[Harness]:
     url = pg_cluster.new_database(migrated=True)
