@@ -35,6 +35,7 @@ from mcp_harness.runs.prompt import (
 from mcp_harness.runs.replay import replay
 from mcp_harness.runs.resolve import deliver_within, pending_spawns, reconcile_session, settle_plan_step
 from mcp_harness.scope import Scope
+from mcp_harness.store.run_leases import require_lease
 from mcp_harness.verbs import delegate as delegate_verb
 from mcp_harness.verbs.base import VerbContext, VerbResult
 from mcp_harness.verbs.contracts import RETURN_RESULT_DESCRIPTION, VERBS
@@ -297,6 +298,9 @@ class AgentExecutor:
         event = {"type": "message", "role": "assistant", "content": response.text, "meta": meta}
         spent = usage if any(usage.values()) else None
         with h.db.transaction() as conn:
+            # A replica that lost this run (it was taken over after this one was judged dead) must not add its reply
+            # to a conversation the new holder now runs: the check rolls the whole write back.
+            require_lease(conn, run.id, "reply")
             h.sessions.append_within(conn, run.session_id, event, "agent")
             turn.last_text = response.text or turn.last_text
             turn.owed = [] if response.tool_calls else self._owed(turn)
