@@ -3,9 +3,8 @@ executor that records what it ran."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,24 +13,17 @@ import pytest
 
 from mcp_harness.runs import Outcome, RunEngine, RunRecord, Succeeded
 from mcp_harness.store.db import Database
-from mcp_harness.store.pg import PgDatabase
 from mcp_harness.store.runs import RunStore
-from tests.store.pgkit import cluster
+from tests.store.pgkit import any_db_fixture  # noqa: F401  (the any_db fixture)
 
 ACCOUNT = "acct"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+@pytest.fixture
+def db(any_db: Database) -> Database:
     """The engine and run suites' database, on each backend in turn (issue 21: the engine suites run on both)."""
-    database: Any
-    if request.param == "sqlite":
-        database = Database(tmp_path / "h.db")
-    else:
-        database = PgDatabase(cluster(request).new_database(migrated=True), pool_size=4)
-    seed(database)
-    yield database
-    database.close()
+    seed(any_db)
+    return any_db
 
 
 def seed(database: Database) -> None:

@@ -3,8 +3,6 @@ writes of an owner that lost its run, and the fleet's limits counted in the clai
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from mcp_harness.runs import Failed, Parked, Succeeded
@@ -14,14 +12,7 @@ from mcp_harness.store.db import Database
 from mcp_harness.store.run_claims import CANDIDATES_SLACK
 from mcp_harness.store.run_leases import LeaseLost, executing
 from mcp_harness.store.runs import RunStore
-from tests.runs.conftest import add, seed
-from tests.store.pgkit import any_db_fixture  # noqa: F401  (the any_db fixture)
-
-
-@pytest.fixture
-def db(any_db: Database) -> Iterator[Database]:
-    seed(any_db)
-    yield any_db
+from tests.runs.conftest import add
 
 
 def _register(db: Database, owner: str, *, host: str, heartbeat_at: int) -> None:

@@ -3,8 +3,6 @@ runs on SQLite and on PostgreSQL (`any_db`, tests/store/pgkit.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from mcp_harness.errors import BadRequest, NotFound
@@ -13,15 +11,7 @@ from mcp_harness.runs.policy import retry_delay_ms
 from mcp_harness.store._util import now_ms
 from mcp_harness.store.db import Database
 from mcp_harness.store.runs import RunStore
-from tests.runs.conftest import add, seed, session, set_created
-from tests.store.pgkit import any_db_fixture  # noqa: F401  (the any_db fixture)
-
-
-@pytest.fixture
-def db(any_db: Database) -> Iterator[Database]:
-    """The suite's database (tests/runs/conftest.py's `db`) on each backend in turn."""
-    seed(any_db)
-    yield any_db
+from tests.runs.conftest import add, session, set_created
 
 
 def test_enqueue_trims_the_title_and_refuses_a_blank_one(store: RunStore) -> None:
