@@ -208,7 +208,8 @@ class Harness:
     def engine(self) -> RunEngine:
         """The run engine: agent turns and children, queued durably, executed here while the server runs."""
         if self._engine is None:
-            from mcp_harness.runs.engine import LazyExecutor, RunEngine
+            from mcp_harness.runs.engine import RunEngine
+            from mcp_harness.runs.lazy import LazyExecutor
             from mcp_harness.runs.resolve import on_finalized
 
             self._engine = RunEngine(

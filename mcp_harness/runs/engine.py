@@ -66,30 +66,6 @@ class Executor(Protocol):
     async def __call__(self, run: RunRecord) -> Outcome: ...
 
 
-class LazyExecutor:
-    """An executor built when its first run executes (or settles): the agent loop and the script VM, and all they
-    import, are not paid by a stdio server's start-up, which starts the engine before it answers the handshake."""
-
-    def __init__(self, make: Callable[[], Executor]) -> None:
-        self._make = make
-        self._built: Executor | None = None
-
-    def executor(self) -> Executor:
-        """The executor itself, built now if no run has needed it yet."""
-        if self._built is None:
-            self._built = self._make()
-        return self._built
-
-    async def __call__(self, run: RunRecord) -> Outcome:
-        return await self.executor()(run)
-
-    def settled(self, run: RunRecord) -> None:
-        """Both executors settle their runs' effects in the terminal commit (see `Executor`)."""
-        settle = getattr(self.executor(), "settled", None)
-        if settle is not None:
-            settle(run)
-
-
 FinalizedHook = Callable[["RunRecord"], Awaitable[None]]
 """Called on the event loop after every terminal commit, once per run."""
 BootHook = Callable[[frozenset[str]], None]
@@ -137,9 +113,9 @@ class RunEngine:
         self.retry_base_ms = retry_base_ms
         self.retry_cap_ms = retry_cap_ms
         self.poll_interval_s = poll_interval_s
-        # Read at construction, not at import: a test (or a setting) that changes the module's beat reaches it.
         self.heartbeat_ms = instances.HEARTBEAT_MS if heartbeat_ms is None else heartbeat_ms
-        """How often this engine beats (`instances`) and sweeps the runs of dead owners back to the queue."""
+        """How often this engine beats (`instances`) and sweeps the runs of dead owners back to the queue: `[runs]
+        heartbeat_s`, else the module's beat read when the engine is built (not at import, so a change reaches it)."""
         self.on_finalized: list[FinalizedHook] = []
         self.on_terminal: list[Callable[[RunRecord], None]] = []
         """Blocking hooks called inside every terminal commit's transaction, each under its own savepoint (a

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from mcp_harness.harness import Harness
-from mcp_harness.runs.engine import LazyExecutor
+from mcp_harness.runs.lazy import LazyExecutor
 from mcp_harness.runs.outcomes import INTERRUPTED, Failed, Succeeded
 from mcp_harness.runs.resolve import reconcile_at_boot
 from mcp_harness.runs.script import ScriptExecutor

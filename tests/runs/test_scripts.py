@@ -14,7 +14,7 @@ from mcp import Client
 
 from mcp_harness.errors import BadRequest
 from mcp_harness.harness import Harness
-from mcp_harness.runs.engine import LazyExecutor
+from mcp_harness.runs.lazy import LazyExecutor
 from mcp_harness.runs.script import ScriptExecutor
 from mcp_harness.server import build_server
 from mcp_harness.verbs import delegate as delegate_verb
