@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -24,9 +25,12 @@ from mcp.client.session import IncomingMessage, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.shared.dispatcher import ProgressFnT
 
 from mcp_harness.callables.upstream import ServerSpec, UpstreamTool
 from mcp_harness.errors import HarnessError, Upstream
+from mcp_harness.upstream.lean import LeanCalls
+from mcp_harness.upstream.stdio_pipe import stdio_pipe
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +67,42 @@ class _Watched(anyio.abc.ObjectReceiveStream[Any]):
         return getattr(self._inner, "last_context", None)
 
 
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """An open connection: the SDK client, and on stdio the lean `tools/call` path beside it."""
+
+    server: str
+    client: Client
+    lean: LeanCalls | None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], progress: ProgressFnT | None
+    ) -> types.CallToolResult:
+        """`tools/call` by the lean path where there is one (stdio), else by the SDK client.
+
+        Raises:
+            MCPError: a JSON-RPC error or a closed connection; Upstream: a result that asks for input we cannot give.
+            pydantic.ValidationError: a result that is not a CallToolResult.
+        """
+        if self.lean is None:
+            return await self.client.call_tool(name, arguments, progress_callback=progress)
+        stamp = self.client.session._stamp  # pyright: ignore[reportPrivateUsage] - the era's own request stamp
+        raw = await self.lean.call_tool(stamp, name, arguments, progress)
+        if isinstance(raw, dict) and raw.get("resultType") == "input_required":
+            raise Upstream(
+                f"MCP server {self.server} asked for input during tool {name} (elicitation, sampling or roots), "
+                "which the harness does not give an upstream server."
+            )
+        return types.CallToolResult.model_validate(raw, by_name=False)
+
+
 @asynccontextmanager
 async def open_client(
     spec: ServerSpec, secrets: Resolved, ended: anyio.Event, on_message: MessageHandlerFnT | None = None
-) -> AsyncIterator[Client]:
+) -> AsyncIterator[Connected]:
     """A connected SDK client of `spec` (either protocol era: `mode="auto"` probes and falls back)."""
+    http: Any = None
+    lean: list[LeanCalls] = []
     if spec.url:
         import httpx2
 
@@ -78,9 +113,7 @@ async def open_client(
         inner: Any = streamable_http_client(spec.url, http_client=http)
     else:
         env = dict(spec.env) | {key: secrets[name] for key, name in spec.env_secrets.items()}
-        params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]), env=env)
-        http = None
-        inner = stdio_client(params, errlog=_errlog())
+        inner = _stdio(list(spec.command), env, lean)
 
     @asynccontextmanager
     async def transport() -> AsyncIterator[Any]:
@@ -89,10 +122,23 @@ async def open_client(
 
     try:
         async with Client(transport(), mode="auto", message_handler=on_message, cache=None) as client:
-            yield client
+            yield Connected(spec.name, client, lean[0] if lean else None)
     finally:
         if http is not None:
             await http.aclose()
+
+
+@asynccontextmanager
+async def _stdio(command: list[str], env: dict[str, str], lean: list[LeanCalls]) -> AsyncIterator[Any]:
+    """The stdio transport: ours with the lean call path (POSIX), else the SDK's."""
+    if sys.platform == "win32":
+        params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+        async with stdio_client(params, errlog=_errlog()) as streams:
+            yield streams
+        return
+    async with stdio_pipe(command, env, _errlog()) as (streams, calls):
+        lean.append(calls)
+        yield streams
 
 
 _DEVNULL: Any = None
@@ -149,7 +195,7 @@ class Connection:
         self.spec = spec
         self._resolve = resolve
         self._on_tools = on_tools
-        self._client: Client | None = None
+        self._client: Connected | None = None
         self._failure: str | None = None
         self._changed = anyio.Event()
         self._ended = anyio.Event()
@@ -175,7 +221,7 @@ class Connection:
             self._started = True
             tg.start_soon(self._supervise)
 
-    async def client(self, tg: anyio.abc.TaskGroup) -> Client:
+    async def client(self, tg: anyio.abc.TaskGroup) -> Connected:
         """The connected client, starting the server if it is not running (waits at most its timeout).
 
         Raises:
@@ -227,12 +273,12 @@ class Connection:
             was_up = False
             try:
                 secrets = await self._resolve(self.spec)
-                async with open_client(self.spec, secrets, self._ended, self._on_message) as client:
-                    await self._on_tools(self.name, await list_tools(self.name, client))
-                    self._client, self._failure, self._start_failed = client, None, False
+                async with open_client(self.spec, secrets, self._ended, self._on_message) as connected:
+                    await self._on_tools(self.name, await list_tools(self.name, connected.client))
+                    self._client, self._failure, self._start_failed = connected, None, False
                     was_up = True
                     self._notify()
-                    await self._serve(client)
+                    await self._serve(connected.client)
             except HarnessError as exc:
                 self._failure = exc.message
             except Exception as exc:  # one broken upstream never takes the others (or the harness) down

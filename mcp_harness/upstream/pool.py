@@ -9,15 +9,14 @@ server's failure and never as the harness's.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager, nullcontext
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 import mcp_types as types
-from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
@@ -25,7 +24,7 @@ from pydantic import ValidationError
 from mcp_harness.callables.upstream import Interrupted, ServerSpec, UpstreamProgress, UpstreamResult, UpstreamTool
 from mcp_harness.errors import HarnessError, NotFound, Upstream
 from mcp_harness.store.upstream import SyncReport
-from mcp_harness.upstream.connection import Connection, Resolved, describe, list_tools, open_client
+from mcp_harness.upstream.connection import Connected, Connection, Resolved, describe, list_tools, open_client
 
 logger = logging.getLogger(__name__)
 
@@ -96,9 +95,9 @@ class UpstreamPool:
                 await report(progress, total, message)
 
             relay = relaying
-        async with self._client(server) as (client, spec):
+        async with self._client(server) as (connected, spec):
             with _failures(server, f"tool {tool}", spec.timeout_s):
-                result = await client.call_tool(tool, arguments, progress_callback=relay)
+                result = await connected.call_tool(tool, arguments, relay)
         structured = result.structured_content
         if structured is not None and not isinstance(structured, dict):
             structured = {"value": structured}  # a 2026-era bare value; our result's structured form is an object
@@ -111,7 +110,8 @@ class UpstreamPool:
 
     async def list_resources(self, server: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        async with self._client(server) as (client, spec):
+        async with self._client(server) as (connected, spec):
+            client = connected.client
             with _failures(server, "resources/list", spec.timeout_s):
                 cursor: str | None = None
                 for _ in range(20):
@@ -123,16 +123,16 @@ class UpstreamPool:
         return out
 
     async def read_resource(self, server: str, uri: str) -> list[dict[str, Any]]:
-        async with self._client(server) as (client, spec):
+        async with self._client(server) as (connected, spec):
             with _failures(server, f"resource {uri}", spec.timeout_s):
-                result = await client.read_resource(uri)
+                result = await connected.client.read_resource(uri)
         return [_json(c) for c in result.contents]
 
     async def refresh(self, server: str) -> SyncReport:
         """List the server's tools now and rewrite the documents that changed."""
-        async with self._client(server) as (client, spec):
+        async with self._client(server) as (connected, spec):
             with _failures(server, "tools/list", spec.timeout_s):
-                tools = await list_tools(server, client)
+                tools = await list_tools(server, connected.client)
         return await anyio.to_thread.run_sync(self._sync, server, tools)
 
     # -- connections -------------------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ class UpstreamPool:
         await anyio.to_thread.run_sync(self._sync, server, tools)
 
     @asynccontextmanager
-    async def _client(self, server: str) -> AsyncIterator[tuple[Client, ServerSpec]]:
+    async def _client(self, server: str) -> AsyncIterator[tuple[Connected, ServerSpec]]:
         if self._tg is not None:
             conn = await self._connection(server)
             client = await conn.client(self._tg)
@@ -179,28 +179,41 @@ class UpstreamPool:
         spec = await self._spec(server)  # no engine: a connection for this one operation
         secrets = await self._resolve(spec)
         with _failures(server, "start", spec.timeout_s, starting=True):
-            async with open_client(spec, secrets, anyio.Event()) as client:
-                yield client, spec
+            async with open_client(spec, secrets, anyio.Event()) as connected:
+                yield connected, spec
 
 
-@contextmanager
-def _failures(server: str, what: str, timeout_s: float, *, starting: bool = False) -> Iterator[None]:
-    """Every way an upstream operation fails, as an error naming the server (HarnessErrors pass through)."""
-    try:
-        with anyio.fail_after(timeout_s) if not starting else nullcontext():
-            yield
-    except TimeoutError:
-        raise Upstream(
-            f"MCP server {server} did not answer {what} within {timeout_s:g}s (its timeout); whether it took effect "
-            "is unknown."
-        ) from None
-    except HarnessError:
-        raise
-    except Exception as exc:
+class _failures:  # noqa: N801 - used as a `with` statement, like the function it replaced
+    """Every way an upstream operation fails, as an error naming the server (HarnessErrors pass through).
+
+    A class over a bare CancelScope rather than a generator around `anyio.fail_after`: on the relayed-call path
+    the two generator layers cost more than writing the request to the server did."""
+
+    __slots__ = ("_scope", "_server", "_starting", "_timeout_s", "_what")
+
+    def __init__(self, server: str, what: str, timeout_s: float, *, starting: bool = False) -> None:
+        self._server, self._what, self._timeout_s, self._starting = server, what, timeout_s, starting
+        self._scope: anyio.CancelScope | None = None
+
+    def __enter__(self) -> None:
+        if not self._starting:
+            self._scope = anyio.CancelScope(deadline=anyio.current_time() + self._timeout_s)
+            self._scope.__enter__()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if self._scope is not None:
+            self._scope.__exit__(kind, exc, tb)  # swallows the cancellation it caused
+            if self._scope.cancelled_caught:
+                raise Upstream(
+                    f"MCP server {self._server} did not answer {self._what} within {self._timeout_s:g}s (its "
+                    "timeout); whether it took effect is unknown."
+                ) from None
+        if exc is None or isinstance(exc, HarnessError) or not isinstance(exc, Exception):
+            return  # nothing, ours, or a cancellation from further out: it goes on as it is
         leaf = _leaf(exc)
         if isinstance(leaf, HarnessError):  # raised in the body of the SDK's task groups, which wrap it
             raise leaf from None
-        raise _mapped(server, what, leaf, starting=starting) from None
+        raise _mapped(self._server, self._what, leaf, starting=self._starting) from None
 
 
 def _leaf(exc: Exception) -> Exception:
