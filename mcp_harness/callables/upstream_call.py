@@ -17,6 +17,7 @@ import anyio.to_thread
 
 from mcp_harness.callables.documents import contract_markdown
 from mcp_harness.callables.upstream import UpstreamResult, split_name
+from mcp_harness.schema_check import Check, compile_check
 from mcp_harness.verbs.base import VerbContext, VerbResult, touch_expand
 
 if TYPE_CHECKING:
@@ -98,29 +99,33 @@ async def call_upstream(ctx: VerbContext, name: str, tool_input: dict[str, Any])
 
 
 @cache
-def _validator(schema_json: str) -> Any:
+def _compiled(schema_json: str) -> tuple[Check, Any]:
+    """The fast "certainly valid" test and the jsonschema validator behind it, built once per schema."""
     from jsonschema import Draft202012Validator
     from jsonschema.validators import validator_for
 
     schema = json.loads(schema_json)
     cls = validator_for(schema, default=Draft202012Validator)
-    return cls(schema)
+    return compile_check(schema), cls(schema)
 
 
-_BY_CID: dict[str, Any] = {}
-"""Validators by the CID of the document whose input schema they check: a CID names its contract exactly, so the
-schema is not re-serialized on every call to find its validator."""
+_BY_CID: dict[str, tuple[Check, Any]] = {}
+"""Compiled schemas by the CID of the document whose input schema they check: a CID names its contract exactly, so
+the schema is not re-serialized on every call to find them."""
 
 
 def input_errors(schema: dict[str, Any], value: dict[str, Any], cid: str | None = None) -> list[str]:
     """`$.path: message` for each way `value` breaks the upstream's own schema (full JSON Schema, not our subset).
     A schema jsonschema cannot use is left to the upstream to enforce. `cid`: the document's, when known."""
     try:
-        validator = _BY_CID.get(cid) if cid is not None else None
-        if validator is None:
-            validator = _validator(json.dumps(schema, sort_keys=True))
+        compiled = _BY_CID.get(cid) if cid is not None else None
+        if compiled is None:
+            compiled = _compiled(json.dumps(schema, sort_keys=True))
             if cid is not None and len(_BY_CID) < 4096:  # bounded: each entry is a compiled schema
-                _BY_CID[cid] = validator
+                _BY_CID[cid] = compiled
+        check, validator = compiled
+        if check(value):
+            return []
         found = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     except Exception:  # a malformed upstream schema: the upstream decides
         return []

@@ -11,6 +11,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from mcp_harness.jsondepth import MAX_INPUT_DEPTH, depth_exceeds, surrogate_paths
+from mcp_harness.schema_check import Check, compile_check
 from mcp_harness.spaces.registry import read_details, read_lines, write_details, write_lines
 from mcp_harness.verbs.spec import VerbSpec
 
@@ -263,6 +264,11 @@ def _validator(name: str) -> Draft202012Validator:
     return Draft202012Validator(VERBS[name].input_schema)
 
 
+@cache
+def _certainly_valid(name: str) -> Check:
+    return compile_check(VERBS[name].input_schema)
+
+
 def input_errors(name: str, arguments: dict[str, Any]) -> list[str]:
     """Schema violations of a verb's input as `$.path: message` lines (empty when valid)."""
     if depth_exceeds(arguments, MAX_INPUT_DEPTH):
@@ -271,6 +277,8 @@ def input_errors(name: str, arguments: dict[str, Any]) -> list[str]:
     if broken:
         # JSON can escape a lone surrogate (\ud800) that no UTF-8 text, file or log can hold.
         return [f"{path}: holds a lone surrogate, which is not valid Unicode; send valid UTF-8 text" for path in broken]
+    if _certainly_valid(name)(arguments):
+        return []
     out: list[str] = []
     for err in sorted(_validator(name).iter_errors(arguments), key=lambda e: list(e.absolute_path)):
         path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
