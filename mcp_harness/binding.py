@@ -111,7 +111,12 @@ class SessionBinding:
             return dataclasses.replace(ctx, prepared=prepared), call_id
 
         try:
-            ctx, call_id = await anyio.to_thread.run_sync(begin)
+            if self._verified:
+                # The session exists: `begin` only reads and appends, in one transaction that `quick` runs on the
+                # event loop when the database is free (the hop cost more than the work).
+                ctx, call_id = await self.harness.db.quick(begin)
+            else:
+                ctx, call_id = await anyio.to_thread.run_sync(begin)  # may create the session (and bind it here)
         except HarnessError as exc:
             return None, exc
         ctx = dataclasses.replace(ctx, progress=progress)

@@ -11,6 +11,7 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
@@ -546,13 +547,14 @@ class Harness:
             if ctx.session_id is not None:
                 outcome = outcome_event(verb, call_id, None, HarnessError(CANCELED_TEXT))
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
+                    await self.db.quick(partial(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor))
             raise
         if ctx.session_id is not None and (answer or error is not None):
             data = result if isinstance(result, VerbResult) else None
             outcome = outcome_event(verb, call_id, data, error)
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor)
+                # On the loop when the database is free: the hop cost more than the append (`Database.quick`).
+                await self.db.quick(partial(self._answer_once, ctx.session_id, call_id, outcome, ctx.actor))
         return result, error
 
     def _answer_once(self, session_id: str, call_id: str, outcome: dict[str, Any], actor: Actor) -> None:

@@ -23,6 +23,12 @@ from mcp_harness.store.checkpoint import BACKSTOP_PAGES, Checkpointer
 
 T = TypeVar("T")
 
+BUSY_TIMEOUT_MS = 10_000
+
+
+class _Busy(Exception):
+    """Another process holds the write lock (only raised where the caller asked not to wait for it)."""
+
 
 class Database:
     """A migrated SQLite database. Use `call` from async code and `transaction` inside the callable."""
@@ -39,7 +45,7 @@ class Database:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA busy_timeout=10000")
+            self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             # Checkpoints run beside the writer (`store/checkpoint.py`); SQLite's own, in the commit, is a backstop.
             self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
         except sqlite3.DatabaseError as exc:
@@ -61,43 +67,61 @@ class Database:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """Hold the connection for one atomic change; rolls back on any exception."""
         with self._lock:
-            conn = self._conn
-            if conn.in_transaction:
-                # Nested use joins the outer transaction under a savepoint, so helpers compose into one atomic
-                # change and a failed inner step (caught by the caller) leaves nothing half-done behind it.
-                self._depth += 1
-                depth = self._depth
-                name = f"nested_{depth}"
-                conn.execute(f"SAVEPOINT {name}")
-                try:
-                    yield conn
-                except BaseException:
-                    conn.execute(f"ROLLBACK TO {name}")
-                    conn.execute(f"RELEASE {name}")
-                    self._after_commit = [(d, fn) for d, fn in self._after_commit if d < depth]
-                    raise
-                else:
-                    conn.execute(f"RELEASE {name}")
-                    # What this savepoint registered now stands or falls with the one around it.
-                    self._after_commit = [(min(d, depth - 1), fn) for d, fn in self._after_commit]
-                finally:
-                    self._depth -= 1
-                return
-            conn.execute("BEGIN IMMEDIATE")
+            yield from self._transaction(wait=True)
+
+    @contextmanager
+    def _free_transaction(self) -> Iterator[sqlite3.Connection]:
+        yield from self._transaction(wait=False)
+
+    def _transaction(self, *, wait: bool) -> Iterator[sqlite3.Connection]:
+        """`transaction` under the held lock; `wait=False`: raise `_Busy` at once, nothing done, when another
+        process holds the write lock (instead of waiting up to the busy timeout)."""
+        conn = self._conn
+        if conn.in_transaction:
+            # Nested use joins the outer transaction under a savepoint, so helpers compose into one atomic
+            # change and a failed inner step (caught by the caller) leaves nothing half-done behind it.
+            self._depth += 1
+            depth = self._depth
+            name = f"nested_{depth}"
+            conn.execute(f"SAVEPOINT {name}")
             try:
                 yield conn
-                conn.execute("COMMIT")
             except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                self._after_commit = []
+                conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
+                self._after_commit = [(d, fn) for d, fn in self._after_commit if d < depth]
                 raise
-            self._checkpointer.committed()
-            callbacks, self._after_commit = self._after_commit, []
-            for _, fn in callbacks:
-                fn()
-            for fn in tuple(self._commit_listeners):
-                fn()
+            else:
+                conn.execute(f"RELEASE {name}")
+                # What this savepoint registered now stands or falls with the one around it.
+                self._after_commit = [(min(d, depth - 1), fn) for d, fn in self._after_commit]
+            finally:
+                self._depth -= 1
+            return
+        if wait:
+            conn.execute("BEGIN IMMEDIATE")
+        else:
+            conn.execute("PRAGMA busy_timeout=0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError:
+                raise _Busy from None
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._after_commit = []
+            raise
+        self._checkpointer.committed()
+        callbacks, self._after_commit = self._after_commit, []
+        for _, fn in callbacks:
+            fn()
+        for fn in tuple(self._commit_listeners):
+            fn()
 
     def on_every_commit(self, fn: Callable[[], None]) -> Callable[[], None]:
         """Call `fn` (quick, must not raise or block: it runs on the committing thread, under the lock) after every
@@ -138,6 +162,30 @@ class Database:
     async def call(self, fn: Callable[[Database], T]) -> T:
         """Run `fn` on a worker thread so the event loop never waits on SQLite."""
         return await anyio.to_thread.run_sync(self.run, fn)
+
+    async def quick(self, fn: Callable[[], T]) -> T:
+        """Run `fn` (short, and nothing but this database's work) in one transaction: here on the event loop when
+        that cannot wait on anyone — no thread holds the connection and no other process the write lock — else on a
+        worker thread as `call` would.
+
+        Why: for the few small writes on every call's path (logging a call, its answer) the hop to a worker thread
+        and back cost several times the write itself, most of what relaying an upstream call added (issue 20). A
+        commit in WAL mode with `synchronous=NORMAL` does not sync, and checkpoints run on their own thread, so the
+        loop waits only on the statements."""
+        if self._lock.acquire(blocking=False):
+            try:
+                if not self._conn.in_transaction:
+                    with self._free_transaction():
+                        return fn()
+            except _Busy:
+                pass
+            finally:
+                self._lock.release()
+        return await anyio.to_thread.run_sync(self._in_transaction, fn)
+
+    def _in_transaction(self, fn: Callable[[], T]) -> T:
+        with self.transaction():
+            return fn()
 
     def close(self) -> None:
         self._checkpointer.close()

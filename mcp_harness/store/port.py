@@ -62,6 +62,10 @@ class Store(Protocol):
 
     async def call(self, fn: Callable[[Any], T], /) -> T: ...
 
+    async def quick(self, fn: Callable[[], T], /) -> T:
+        """Run `fn` in one transaction, on the event loop when that cannot wait on anyone, else off it."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -1,12 +1,14 @@
-"""The path a `call` of an upstream tool takes inside the harness (issue 20's latency point): it leaves the event loop
-twice, once to log the call (with its context and the tool's document) and once to log the answer, and a look-up that
-fails in the first hop still leaves the call with exactly one answer."""
+"""The path a `call` of an upstream tool takes inside the harness (issue 20's latency point): it logs the call (with its
+context and the tool's document) and its answer on the event loop when the database is free, hops to a worker thread
+when it is not, and a look-up that fails where the call is logged still leaves the call with exactly one answer."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import anyio.to_thread
 import pytest
 from mcp import Client
@@ -17,7 +19,7 @@ from tests.conftest import call
 
 pytestmark = pytest.mark.anyio
 
-CALL_PATH = ("SessionBinding.", "Harness.", "ServerState.", "find_tool", "SessionStore.")
+CALL_PATH = ("SessionBinding.", "Harness.", "ServerState.", "find_tool", "SessionStore.", "Database.")
 """Hops of the verb path; the engine's own background hops (scheduler, monitor) are not the call's."""
 
 
@@ -35,14 +37,50 @@ def _hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-async def test_a_call_leaves_the_event_loop_once_to_log_it_and_once_to_log_its_answer(
+async def test_a_call_stays_on_the_event_loop_to_log_it_and_its_answer_when_the_database_is_free(
     fx_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     arguments = {"tool": "mcp__fx__add", "input": {"a": 1, "b": 2}}
-    await call(fx_client, "call", arguments)  # the first call creates the session and promotes the tool
+    await call(fx_client, "call", arguments)  # the first call creates the session (on a worker thread)
     hops = _hops(monkeypatch)
     assert await call(fx_client, "call", arguments) == {"total": 3}
-    assert hops == ["SessionBinding.invoke.<locals>.begin", "Harness._answer_once"]
+    assert hops == []
+
+
+async def test_a_call_while_another_thread_holds_the_database_hops_and_is_logged_and_answered_once(
+    fx_client: Client, fixture_harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    arguments = {"tool": "mcp__fx__echo", "input": {"text": "busy"}}
+    await call(fx_client, "call", arguments)
+    hops = _hops(monkeypatch)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with fixture_harness.db.transaction():
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    async with anyio.create_task_group() as tg:
+        answer: list[Any] = []
+
+        async def calling() -> None:
+            answer.append(await call(fx_client, "call", arguments))
+
+        tg.start_soon(calling)
+        while not hops:  # the call found the database held and went to a worker thread to wait for it
+            await anyio.sleep(0.01)
+        release.set()
+    holder.join()
+    assert answer == [{"result": "busy"}]
+    assert hops[0] == "Database._in_transaction"
+    session = fixture_harness.sessions.list(fixture_harness.account_id)[0]
+    payloads = [e.payload for e in fixture_harness.sessions.events(session.id)]
+    call_id = payloads[-1]["toolCallId"]
+    mine = [p["type"] for p in payloads if call_id in (p.get("id"), p.get("toolCallId"))]
+    assert mine == ["tool_call", "tool_result"]
 
 
 async def test_a_look_up_failing_where_the_call_is_logged_still_answers_the_call_once(
