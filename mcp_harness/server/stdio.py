@@ -11,11 +11,14 @@ import logging
 import os
 import stat
 import sys
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
+import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
@@ -77,92 +80,20 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
     os.dup2(2, 1)
     os.set_blocking(wire_in, False)
     os.set_blocking(wire_out, False)
-    inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](0)
-    refusals = outbound.clone()  # the reader answers lines the session cannot, through the same ordered writer
-
-    # Requests still owed a reply: at end of input the session stays open until they are answered, so
-    # `serve < requests.jsonl` (or a client that closes stdin right after its last request) gets every reply.
-    owed: set[Any] = set()
-    answered = anyio.Event()
-
-    async def deliver(line: bytes) -> None:
-        if not line.strip():
-            return
-        message = wire.parse(line)
-        if isinstance(message, types.JSONRPCError):  # the SDK's session would drop the line without a word
-            logger.info("refused a line from the client: %s", message.error.message)
-            await refusals.send(SessionMessage(message))
-            return
-        if isinstance(message, types.JSONRPCRequest):
-            owed.add(message.id)
-        await inbound_send.send(SessionMessage(message))
-
-    async def read_chunk() -> bytes | None:
-        if input_is_file:
-            return await anyio.to_thread.run_sync(os.read, wire_in, 1 << 16)
-        await anyio.wait_readable(wire_in)
-        try:
-            return os.read(wire_in, 1 << 16)
-        except BlockingIOError:
-            return None
-
-    async def read_wire() -> None:
-        nonlocal answered
-        buffer = bytearray()
-        async with inbound_send, refusals:
-            while True:
-                chunk = await read_chunk()
-                if chunk is None:
-                    continue
-                if not chunk:
-                    break
-                scan_from = len(buffer)
-                buffer += chunk
-                start = 0
-                while (end := buffer.find(b"\n", scan_from)) >= 0:
-                    await deliver(bytes(buffer[start:end]))
-                    start = scan_from = end + 1
-                del buffer[:start]
-            await deliver(bytes(buffer))
-            with anyio.move_on_after(EOF_GRACE_S):
-                while owed:
-                    answered = anyio.Event()
-                    await answered.wait()
-
-    drained = anyio.Event()
-
-    async def write_wire() -> None:
-        async with outbound_receive:
-            async for session_message in outbound_receive:
-                message = session_message.message
-                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                    owed.discard(message.id)
-                    answered.set()
-                json = message.model_dump_json(by_alias=True, exclude_unset=True)
-                pending = memoryview((json + "\n").encode())
-                while pending:
-                    try:
-                        pending = pending[os.write(wire_out, pending) :]
-                    except BlockingIOError:
-                        await anyio.wait_writable(wire_out)
-        drained.set()
-
+    writer = _WireWriter(wire_out)
+    reader = _WireReader(wire_in, input_is_file, writer)
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_wire)
-            tg.start_soon(write_wire)
+        with anyio.CancelScope() as serving:
+            writer.on_broken = serving.cancel  # the client hung up: stop serving
             try:
-                yield inbound, outbound
+                yield reader, writer
             finally:
-                await outbound.aclose()
-                # Let queued replies drain, but never hang on a client that stopped reading.
-                with anyio.move_on_after(5):
-                    await drained.wait()
-                tg.cancel_scope.cancel()
-    except* BrokenPipeError:
-        logger.info("the client closed stdout; stopping")
+                await writer.aclose()
+                with anyio.move_on_after(5):  # a reply half written: finish it, never hang on a client not reading
+                    await writer.drained()
     finally:
+        if writer.broken:
+            logger.info("the client closed stdout; stopping")
         # Anything printed while serving still sits in sys.stdout's buffer; it belongs on stderr, not the wire.
         with contextlib.suppress(Exception):
             sys.stdout.flush()
@@ -173,6 +104,151 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
         os.dup2(wire_out, 1)
         os.close(wire_in)
         os.close(wire_out)
+
+
+class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
+    """What the session sends, written to the wire in the sender's own task: no writer task to wake per reply.
+
+    A reply goes out in one `os.write` when the pipe has room (nearly always); one that does not fit waits for the
+    pipe, and replies sent meanwhile queue behind it in order. It also tracks which requests are still owed a reply,
+    for the reader's end-of-input grace."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._backlog: deque[memoryview] = deque()
+        self._flushing = False
+        self._closed = False
+        self._idle = anyio.Event()
+        self._idle.set()
+        self.broken = False
+        self.on_broken: Any = None
+        self.owed: set[Any] = set()
+        self.answered = anyio.Event()
+
+    async def send(self, item: SessionMessage) -> None:
+        if self._closed or self.broken:
+            raise anyio.ClosedResourceError
+        message = item.message
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self.owed.discard(message.id)
+            self.answered.set()
+        data = memoryview((message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
+        if not self._flushing:
+            data = self._write(data)
+            if not data:
+                return
+        self._backlog.append(data)
+        if not self._flushing:
+            await self._flush()
+
+    def _write(self, data: memoryview) -> memoryview:
+        """What of `data` the pipe did not take now."""
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except BlockingIOError:
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            self.broken = True
+            if self.on_broken is not None:
+                self.on_broken()
+            raise anyio.BrokenResourceError from None
+        return data
+
+    async def _flush(self) -> None:
+        self._flushing = True
+        self._idle = anyio.Event()
+        try:
+            while self._backlog:
+                await anyio.wait_writable(self._fd)
+                rest = self._write(self._backlog[0])
+                if rest:
+                    self._backlog[0] = rest
+                else:
+                    self._backlog.popleft()
+        finally:
+            self._flushing = False
+            self._idle.set()
+
+    async def drained(self) -> None:
+        await self._idle.wait()
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    def send_nowait(self, item: SessionMessage) -> None:  # pragma: no cover - the session always awaits `send`
+        raise NotImplementedError
+
+
+class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
+    """The wire's lines as the session's messages, read in the session's own task: no reader task per request.
+
+    Every line gets a reply: one the SDK would drop (see `wire.parse`) is answered here, and reading goes on. At end
+    of input the stream stays open until the requests already read are answered (`EOF_GRACE_S`), so
+    `serve < requests.jsonl`, or a client that closes stdin right after its last request, gets every reply."""
+
+    def __init__(self, fd: int, is_file: bool, writer: _WireWriter) -> None:
+        self._fd = fd
+        self._is_file = is_file
+        self._writer = writer
+        self._buffer = bytearray()
+        self._ready: deque[SessionMessage] = deque()
+        self._eof = False
+
+    async def receive(self) -> SessionMessage | Exception:
+        while not self._ready:
+            if self._eof:
+                await self._grace()
+                raise anyio.EndOfStream
+            chunk = await self._chunk()
+            if chunk is None:
+                continue
+            if not chunk:
+                self._eof = True
+                lines = [bytes(self._buffer)]
+                self._buffer.clear()
+            else:
+                self._buffer += chunk
+                *complete, rest = self._buffer.split(b"\n")
+                lines = [bytes(line) for line in complete]
+                self._buffer = bytearray(rest)
+            for line in lines:
+                await self._take(line)
+        return self._ready.popleft()
+
+    async def _take(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        message = wire.parse(line)
+        if isinstance(message, types.JSONRPCError):  # the SDK's session would drop the line without a word
+            logger.info("refused a line from the client: %s", message.error.message)
+            await self._writer.send(SessionMessage(message))
+            return
+        if isinstance(message, types.JSONRPCRequest):
+            self._writer.owed.add(message.id)
+        self._ready.append(SessionMessage(message))
+
+    async def _chunk(self) -> bytes | None:
+        if self._is_file:
+            return await anyio.to_thread.run_sync(os.read, self._fd, 1 << 16)
+        await anyio.wait_readable(self._fd)
+        try:
+            return os.read(self._fd, 1 << 16)
+        except BlockingIOError:
+            return None
+
+    async def _grace(self) -> None:
+        writer = self._writer
+        with anyio.move_on_after(EOF_GRACE_S):
+            while writer.owed:
+                writer.answered = anyio.Event()
+                await writer.answered.wait()
+
+    async def aclose(self) -> None:
+        self._eof = True
+
+    def receive_nowait(self) -> SessionMessage | Exception:  # pragma: no cover - the session always awaits
+        raise NotImplementedError
 
 
 __all__ = ["EOF_GRACE_S", "serve_stdio"]
