@@ -32,13 +32,20 @@ class UpstreamStore:
     def __init__(self, db: Store) -> None:
         self.db = db
         self._tools: tuple[int, list[ToolRecord]] | None = None
+        self._servers: tuple[int, list[ServerSpec]] | None = None
+        """The stored servers as of a `data_version` (another process's `mcp add` moves it; ours clear it): every
+        relayed call asks which servers are mounted, and decoding each spec again cost more than the lookup."""
 
     # -- servers ---------------------------------------------------------------------------------------------
 
     def list_servers(self) -> list[ServerSpec]:
-        with self.db.reading() as conn:
-            rows = conn.execute("SELECT spec_cbor FROM mcp_servers ORDER BY name").fetchall()
-        return [ServerSpec.from_json(cbor2.loads(r["spec_cbor"])) for r in rows]
+        stamp = self.db.data_version()
+        cached = self._servers
+        if cached is None or cached[0] != stamp:
+            with self.db.reading() as conn:
+                rows = conn.execute("SELECT spec_cbor FROM mcp_servers ORDER BY name").fetchall()
+            cached = self._servers = (stamp, [ServerSpec.from_json(cbor2.loads(r["spec_cbor"])) for r in rows])
+        return list(cached[1])
 
     def add_server(self, spec: ServerSpec) -> None:
         """Raises Conflict when a stored server has that name."""
@@ -52,13 +59,14 @@ class UpstreamStore:
                 "INSERT INTO mcp_servers (name, spec_cbor, created_at, updated_at) VALUES (?, ?, ?, ?)",
                 (spec.name, cbor2.dumps(spec.to_json()), ts, ts),
             )
+        self._servers = None
 
     def remove_server(self, name: str) -> bool:
         """Unmount a stored server and drop its documents; False when no stored server has that name."""
         with self.db.transaction() as conn:
             cur = conn.execute("DELETE FROM mcp_servers WHERE name = ?", (name,))
             conn.execute("DELETE FROM mcp_tools WHERE server = ?", (name,))
-        self._tools = None
+        self._tools = self._servers = None
         return cur.rowcount > 0
 
     # -- tool documents ----------------------------------------------------------------------------------------
