@@ -24,6 +24,7 @@ from mcp_harness.store.checkpoint import BACKSTOP_PAGES, Checkpointer
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
+_WAIT_FOR_WRITERS = f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}"
 
 
 class _Busy(Exception):
@@ -45,7 +46,7 @@ class Database:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._conn.execute(_WAIT_FOR_WRITERS)
             # Checkpoints run beside the writer (`store/checkpoint.py`); SQLite's own, in the commit, is a backstop.
             self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
         except sqlite3.DatabaseError as exc:
@@ -107,7 +108,7 @@ class Database:
             except sqlite3.OperationalError:
                 raise _Busy from None
             finally:
-                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                conn.execute(_WAIT_FOR_WRITERS)
         try:
             yield conn
             conn.execute("COMMIT")
