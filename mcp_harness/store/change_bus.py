@@ -8,7 +8,8 @@ listens there for the others' (store/pg_notify.py):
   (at most one per `COALESCE_S`), after they committed and outside the writer's lock, so a writer pays nothing and
   a thousand commits cost a handful of notifications. The payload is this bus's id, so it can skip its own echo.
 - listening starts with the first `on_change` (a subscription, a console page), on a thread and a connection of its
-  own. A lost connection is reopened, and its listeners are woken once, since what committed meanwhile was missed.
+  own. A lost connection is reopened, and its listeners are woken once, since what committed meanwhile was missed
+  (`pg_notify.Relay`, the one listening loop).
 
 Like every notification this is a hint: the live views re-read what they show and keep their slower rechecks
 (`data_version`, `RECHECK_S`), so a lost hint delays an update, never loses it. SQLite needs no bus: one data dir,
@@ -24,16 +25,13 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_harness.store._util import new_id
+from mcp_harness.store.pg_notify import Relay
 
 logger = logging.getLogger(__name__)
 
 CHANNEL = "harness_changes"
 COALESCE_S = 0.05
 """Commits within this long after a notification ride on the next one."""
-WAIT_S = 0.5
-"""How long the listener waits per round: also how soon it notices `close`."""
-RECONNECT_S = 1.0
-
 _BUSES: weakref.WeakKeyDictionary[Any, ChangeBus] = weakref.WeakKeyDictionary()
 
 
@@ -48,7 +46,7 @@ class ChangeBus:
         self._closed = threading.Event()
         self._listeners: list[Callable[[], None]] = []
         self._lock = threading.Lock()
-        self._listening: threading.Thread | None = None
+        self._relay: Relay | None = None
         self.listening = threading.Event()
         """Set once the bus listens (its first connection is open): from then on no other replica's commit is missed
         while the connection lasts."""
@@ -66,9 +64,11 @@ class ChangeBus:
         it. Starts listening on first use."""
         with self._lock:
             self._listeners.append(fn)
-            if self._listening is None and not self._closed.is_set():
-                self._listening = threading.Thread(target=self._listen_loop, name="change-bus-listen", daemon=True)
-                self._listening.start()
+            if self._relay is None and not self._closed.is_set():
+                # Opened on the relay's thread (`now=False`): a first subscription must not wait on a connect.
+                self._relay = Relay(
+                    lambda: self._db.listen(CHANNEL), self._heard, on_connect=self._connected, now=False
+                )
 
         def stop() -> None:
             with self._lock:
@@ -83,8 +83,8 @@ class ChangeBus:
         self._closed.set()
         self._dirty.set()
         self._publishing.join(timeout=5)
-        if self._listening is not None:
-            self._listening.join(timeout=5)
+        if self._relay is not None:
+            self._relay.stop(join=True)
 
     def _committed(self) -> None:
         # On the committing thread: only a flag, so the commit returns at once.
@@ -106,24 +106,13 @@ class ChangeBus:
                 return
             self._closed.wait(COALESCE_S)
 
-    def _listen_loop(self) -> None:
-        listener = None
-        while not self._closed.is_set():
-            try:
-                if listener is None:
-                    listener = self._db.listen(CHANNEL)
-                    self._wake()  # anything committed while nobody listened was missed: look once
-                    self.listening.set()
-                if any(origin != self.origin for _, origin in listener.wait(WAIT_S)):
-                    self._wake()
-            except Exception:
-                logger.warning("lost the change bus's connection; reopening it", exc_info=True)
-                if listener is not None:
-                    _close_quietly(listener)
-                listener = None
-                self._closed.wait(RECONNECT_S)
-        if listener is not None:
-            _close_quietly(listener)
+    def _connected(self) -> None:
+        self._wake()  # anything committed while nobody listened was missed: look once
+        self.listening.set()
+
+    def _heard(self, got: list[tuple[str, str]]) -> None:
+        if any(origin != self.origin for _, origin in got):
+            self._wake()
 
     def _wake(self) -> None:
         with self._lock:
@@ -141,13 +130,6 @@ def start_change_bus(db: Any) -> ChangeBus | None:
     bus = ChangeBus(db)
     _BUSES[db] = bus
     return bus
-
-
-def _close_quietly(listener: Any) -> None:
-    try:
-        listener.close()
-    except Exception:  # closing a broken connection: nothing left to do
-        logger.debug("closing the change bus's connection failed", exc_info=True)
 
 
 __all__ = ["CHANNEL", "ChangeBus", "start_change_bus"]

@@ -28,6 +28,8 @@ MAX_PAYLOAD = 7900
 """PostgreSQL refuses payloads of 8000 bytes or more; a hint never needs that much."""
 RELAY_WAIT_S = 0.5
 """How long a relay's wait lasts before it looks whether it was stopped."""
+RECONNECT_S = 1.0
+"""How long a relay waits before it reopens a lost connection."""
 
 
 def check_channel(channel: str) -> str:
@@ -73,30 +75,84 @@ class Listener:
         self._conn.close()
 
 
-def relay(listen: Callable[[], Listener], fn: Callable[[list[tuple[str, str]]], None]) -> Callable[[], None]:
-    """Listen now (blocking: the caller knows it hears from here on), then call `fn` with each batch of notifications
-    on a daemon thread of its own until the returned function is called. A relay that cannot listen (or whose
-    connection fails) logs it and does nothing more: its consumer still polls."""
-    stop = threading.Event()
-    try:
-        listener = listen()
-    except Exception:
-        logger.exception("Cannot listen for notifications; polling only")
-        return stop.set
+class Relay:
+    """Notifications handed to `fn` in batches, on a daemon thread of its own, until `stop`.
 
-    def serve() -> None:
-        try:
-            while not stop.is_set():
+    A connection that fails — or could not be opened — is reopened every `RECONNECT_S`, and `on_connect` runs after
+    each one opens, since whatever arrived while nobody listened was missed. Consumers poll anyway: a deaf spell
+    delays what they see, never loses it. The one listening loop of the harness: the run engine's wake-ups and the
+    change bus both ride on it."""
+
+    def __init__(
+        self,
+        listen: Callable[[], Listener],
+        fn: Callable[[list[tuple[str, str]]], None],
+        *,
+        on_connect: Callable[[], None] | None = None,
+        now: bool = True,
+    ) -> None:
+        """`now`: open the first connection before returning (blocking: the caller hears from here on)."""
+        self._listen, self._fn, self._on_connect = listen, fn, on_connect
+        self._stop = threading.Event()
+        first: Listener | None = None
+        if now:
+            try:
+                first = listen()
+            except Exception:
+                logger.warning("Cannot listen for notifications yet; polling, and retrying", exc_info=True)
+        self._thread = threading.Thread(target=self._serve, args=(first,), name="pg-notify-relay", daemon=True)
+        self._thread.start()
+
+    def stop(self, *, join: bool = False) -> None:
+        self._stop.set()
+        if join and self._thread is not threading.current_thread():
+            self._thread.join(timeout=RELAY_WAIT_S * 4)
+
+    def _serve(self, listener: Listener | None) -> None:
+        connected = listener is not None
+        while not self._stop.is_set():
+            try:
+                if listener is None:
+                    listener = self._listen()
+                    connected = True
+                if connected:
+                    connected = False
+                    if self._on_connect is not None:
+                        self._on_connect()
                 got = listener.wait(RELAY_WAIT_S)
-                if got and not stop.is_set():
-                    fn(got)
-        except Exception:
-            logger.exception("Listening for notifications failed; polling only")
-        finally:
-            listener.close()
+                if got and not self._stop.is_set():
+                    self._fn(got)
+            except Exception:
+                logger.warning("Lost the connection that listens for notifications; reopening it", exc_info=True)
+                _close_quietly(listener)
+                listener = None
+                self._stop.wait(RECONNECT_S)
+        _close_quietly(listener)
 
-    threading.Thread(target=serve, name="pg-notify-relay", daemon=True).start()
-    return stop.set
+
+def relay(listen: Callable[[], Listener], fn: Callable[[list[tuple[str, str]]], None]) -> Callable[[], None]:
+    """Listen now (blocking: the caller knows it hears from here on), then hand each batch to `fn` until the returned
+    function is called (a `Relay`: a lost connection is reopened)."""
+    return Relay(listen, fn).stop
 
 
-__all__ = ["CHANNEL", "MAX_PAYLOAD", "RELAY_WAIT_S", "Listener", "check_channel", "notify", "relay"]
+def _close_quietly(listener: Listener | None) -> None:
+    if listener is None:
+        return
+    try:
+        listener.close()
+    except Exception:  # closing a broken connection: nothing left to do
+        logger.debug("closing a notification connection failed", exc_info=True)
+
+
+__all__ = [
+    "CHANNEL",
+    "MAX_PAYLOAD",
+    "RECONNECT_S",
+    "RELAY_WAIT_S",
+    "Listener",
+    "Relay",
+    "check_channel",
+    "notify",
+    "relay",
+]
