@@ -22,10 +22,12 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_harness.store._util import new_id
-from mcp_harness.store.pg_notify import Relay
+
+if TYPE_CHECKING:
+    from mcp_harness.store.pg_notify import Relay
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +67,8 @@ class ChangeBus:
         with self._lock:
             self._listeners.append(fn)
             if self._relay is None and not self._closed.is_set():
+                from mcp_harness.store.pg_notify import Relay  # psycopg: the postgres extra, only loaded on PG
+
                 # Opened on the relay's thread (`now=False`): a first subscription must not wait on a connect.
                 self._relay = Relay(
                     lambda: self._db.listen(CHANNEL), self._heard, on_connect=self._connected, now=False
