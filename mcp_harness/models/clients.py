@@ -105,8 +105,12 @@ _SCRIPTS: dict[tuple[str, str], tuple[tuple[int, int], ScriptedClient]] = {}
 
 def _scripted_from_file(path: Path, name: str) -> ScriptedClient:
     """Scripts are read once per file version: every child run of a fan-out asks for the same one."""
-    st = path.stat() if path.exists() else None
-    stamp = (st.st_mtime_ns, st.st_size) if st is not None else (0, 0)
+    try:
+        st = path.stat()
+    except (FileNotFoundError, NotADirectoryError):  # no such file: from_file says so
+        stamp = (0, 0)
+    else:
+        stamp = (st.st_mtime_ns, st.st_size)
     key = (str(path), name)
     cached = _SCRIPTS.get(key)
     if cached is not None and cached[0] == stamp:

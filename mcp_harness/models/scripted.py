@@ -68,6 +68,10 @@ class _UsageSpec(_Spec):
     cache_write: int = Field(default=0, ge=0, alias="cacheWrite")
 
 
+_NO_USAGE = _UsageSpec()
+"""A reply without `usage` (frozen): built once, not for every reply."""
+
+
 class _ErrorSpec(_Spec):
     status: int | None = Field(default=None, ge=100, le=599)
     message: str = "scripted provider error"
@@ -187,7 +191,7 @@ class ScriptedClient:
         calls = tuple(
             ToolCall(c.id or f"call-{turn}-{i}", c.name, dict(c.input)) for i, c in enumerate(reply.tool_calls)
         )
-        u = reply.usage or _UsageSpec()
+        u = reply.usage or _NO_USAGE
         return ModelResponse(
             text=reply.text,
             tool_calls=calls,

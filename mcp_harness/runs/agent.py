@@ -51,6 +51,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_RETURN_RESULT_TRIES = 3
+_VERB_TOOLS = tuple(
+    ToolSpec(name=v.name, description=v.description, input_schema=v.input_schema) for v in VERBS.values()
+)
+"""The five verbs as the model sees them: fixed for the process, so built once rather than for every request."""
 
 
 @dataclasses.dataclass
@@ -206,7 +210,7 @@ class AgentExecutor:
         block = plan_state(h.sessions.get_plan(run.session_id))
         if block:
             messages.append(Message(role="user", content=block))
-        tools = [ToolSpec(name=v.name, description=v.description, input_schema=v.input_schema) for v in VERBS.values()]
+        tools = list(_VERB_TOOLS)
         if turn.spawn_depth(h) + 1 > delegate_verb.MAX_DEPTH:
             tools = [t for t in tools if t.name != "delegate"]
         for name, spec in promoted_callables(h, agent, run.session_id).items():
