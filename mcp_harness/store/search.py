@@ -78,11 +78,16 @@ def index(conn: Connection, rows: Sequence[tuple[str, str]]) -> None:
         staging = conn in _STAGING and backend(conn) == "sqlite"
         table = "temp.message_search_staged" if staging else "message_search"
         insert_rows(conn, f"INSERT INTO {table} (content, session_id) VALUES", "(?, ?)", rows)
+        if staging:
+            _STAGED.add(conn)
 
 
 _STAGING: set[Connection] = set()
 """Connections inside `staged`. One connection serves the process under a lock held for the whole transaction, so
 whoever writes on it meanwhile writes inside that transaction."""
+_STAGED: set[Connection] = set()
+"""Those of them that staged a row: a group of run writes that logged no message (most of a fan-out's) skips the
+flush's two statements."""
 
 
 @contextmanager
@@ -95,13 +100,17 @@ def staged(conn: Connection) -> Iterator[None]:
         return
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS message_search_staged (content TEXT NOT NULL, session_id TEXT)")
     _STAGING.add(conn)
+    _STAGED.discard(conn)
     try:
         yield
     except BaseException:
         _STAGING.discard(conn)
+        _STAGED.discard(conn)
         raise
     _STAGING.discard(conn)
-    _flush(conn)
+    if conn in _STAGED:
+        _STAGED.discard(conn)
+        _flush(conn)
 
 
 def _flush(conn: Connection) -> None:
