@@ -63,8 +63,8 @@ async def test_a_call_while_another_thread_holds_the_database_hops_and_is_logged
     holder = threading.Thread(target=hold)
     holder.start()
     held.wait(10)
+    answer: list[Any] = []
     async with anyio.create_task_group() as tg:
-        answer: list[Any] = []
 
         async def calling() -> None:
             answer.append(await call(fx_client, "call", arguments))
