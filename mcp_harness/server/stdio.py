@@ -60,6 +60,8 @@ def _pipe_like(fd: int) -> bool:
 
 # After end of input, how long replies to requests already received may take before the transport closes.
 EOF_GRACE_S = 60.0
+BACKLOG_BYTES = 1 << 20
+"""Replies queued for a client slower to read than we are to answer, before senders wait for it."""
 
 
 @asynccontextmanager
@@ -83,14 +85,17 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
     writer = _WireWriter(wire_out)
     reader = _WireReader(wire_in, input_is_file, writer)
     try:
-        with anyio.CancelScope() as serving:
-            writer.on_broken = serving.cancel  # the client hung up: stop serving
-            try:
-                yield reader, writer
-            finally:
-                await writer.aclose()
-                with anyio.move_on_after(5):  # a reply half written: finish it, never hang on a client not reading
-                    await writer.drained()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer.flush_backlog)  # idle unless the pipe fills: then it, not a sender, drains it
+            with anyio.CancelScope() as serving:
+                writer.on_broken = serving.cancel  # the client hung up: stop serving
+                try:
+                    yield reader, writer
+                finally:
+                    await writer.aclose()
+                    with anyio.move_on_after(5):  # replies still queued go out; never hang on a client not reading
+                        await writer.drained()
+            tg.cancel_scope.cancel()
     finally:
         if writer.broken:
             logger.info("the client closed stdout; stopping")
@@ -109,17 +114,23 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
 class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
     """What the session sends, written to the wire in the sender's own task: no writer task to wake per reply.
 
-    A reply goes out in one `os.write` when the pipe has room (nearly always); one that does not fit waits for the
-    pipe, and replies sent meanwhile queue behind it in order. It also tracks which requests are still owed a reply,
-    for the reader's end-of-input grace."""
+    A reply goes out in one `os.write` when the pipe has room and nothing waits before it (nearly always). Otherwise
+    what is left of it queues, whole and in order, for `flush_backlog`, a task of the transport's own: a sender the
+    client cancels (the SDK interrupts a handler on `notifications/cancelled`) can never leave half a frame behind
+    for the next reply to land in. A sender waits only while the backlog is over `BACKLOG_BYTES` (back-pressure).
+    It also tracks which requests are still owed a reply — until its last byte is written, not queued — for the
+    reader's end-of-input grace."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._backlog: deque[memoryview] = deque()
-        self._flushing = False
+        self._backlog: deque[tuple[memoryview, Any]] = deque()
+        self._queued = 0
+        self._work = anyio.Event()
+        self._room = anyio.Event()
+        self._room.set()
+        self._empty = anyio.Event()
+        self._empty.set()
         self._closed = False
-        self._idle = anyio.Event()
-        self._idle.set()
         self.broken = False
         self.on_broken: Any = None
         self.owed: set[Any] = set()
@@ -129,17 +140,25 @@ class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         if self._closed or self.broken:
             raise anyio.ClosedResourceError
         message = item.message
-        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-            self.owed.discard(message.id)
-            self.answered.set()
+        reply = message.id if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) else None
         data = memoryview((message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
-        if not self._flushing:
+        if not self._backlog:
             data = self._write(data)
             if not data:
+                self._written(reply)
                 return
-        self._backlog.append(data)
-        if not self._flushing:
-            await self._flush()
+        self._backlog.append((data, reply))
+        self._queued += len(data)
+        self._empty = anyio.Event() if self._empty.is_set() else self._empty
+        self._work.set()
+        if self._queued > BACKLOG_BYTES:
+            self._room = anyio.Event() if self._room.is_set() else self._room
+            await self._room.wait()  # cancellable: what it sent is queued whole either way
+
+    def _written(self, reply: Any) -> None:
+        if reply is not None:
+            self.owed.discard(reply)
+            self.answered.set()
 
     def _write(self, data: memoryview) -> memoryview:
         """What of `data` the pipe did not take now."""
@@ -150,28 +169,40 @@ class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
             pass
         except (BrokenPipeError, ConnectionResetError):
             self.broken = True
+            self._backlog.clear()
+            self._queued = 0
+            self._empty.set()
+            self._room.set()
             if self.on_broken is not None:
                 self.on_broken()
             raise anyio.BrokenResourceError from None
         return data
 
-    async def _flush(self) -> None:
-        self._flushing = True
-        self._idle = anyio.Event()
-        try:
+    async def flush_backlog(self) -> None:
+        """Until cancelled: write the backlog out whenever there is one, as the pipe takes it."""
+        while True:
+            await self._work.wait()
+            self._work = anyio.Event()
             while self._backlog:
                 await anyio.wait_writable(self._fd)
-                rest = self._write(self._backlog[0])
+                data, reply = self._backlog[0]
+                try:
+                    rest = self._write(data)
+                except anyio.BrokenResourceError:
+                    return
+                self._queued -= len(data) - len(rest)
                 if rest:
-                    self._backlog[0] = rest
+                    self._backlog[0] = (rest, reply)
                 else:
                     self._backlog.popleft()
-        finally:
-            self._flushing = False
-            self._idle.set()
+                    self._written(reply)
+                if self._queued <= BACKLOG_BYTES:
+                    self._room.set()
+            self._empty.set()
 
     async def drained(self) -> None:
-        await self._idle.wait()
+        """Once everything sent so far is written (or the client hung up)."""
+        await self._empty.wait()
 
     async def aclose(self) -> None:
         self._closed = True
@@ -208,10 +239,14 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
                 lines = [bytes(self._buffer)]
                 self._buffer.clear()
             else:
+                # Scan only what arrived: a request of many reads is split once, not re-split per read.
+                scan_from = len(self._buffer)
                 self._buffer += chunk
-                *complete, rest = self._buffer.split(b"\n")
-                lines = [bytes(line) for line in complete]
-                self._buffer = bytearray(rest)
+                lines, start = [], 0
+                while (end := self._buffer.find(b"\n", scan_from)) >= 0:
+                    lines.append(bytes(self._buffer[start:end]))
+                    start = scan_from = end + 1
+                del self._buffer[:start]
             for line in lines:
                 await self._take(line)
         return self._ready.popleft()

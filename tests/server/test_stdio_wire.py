@@ -1,0 +1,102 @@
+"""The stdio wire's writer and reader (`server/stdio.py`): replies leave whole and in order whatever a sender's fate,
+a request is owed until its reply's last byte is written, and a request split over many reads arrives whole."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.shared.message import SessionMessage
+
+from mcp_harness.server.stdio import _WireReader, _WireWriter  # pyright: ignore[reportPrivateUsage]
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _pipe() -> tuple[int, int]:
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    return r, w
+
+
+def _drain(fd: int) -> bytes:
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return out
+        if not chunk:
+            return out
+        out += chunk
+
+
+def _reply(ident: int, size: int) -> SessionMessage:
+    return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=ident, result={"x": "a" * size}))
+
+
+async def test_a_cancelled_sender_leaves_no_half_frame_and_replies_stay_in_order() -> None:
+    r, w = _pipe()
+    writer = _WireWriter(w)
+    writer.owed |= {1, 2}
+    wire = b""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.flush_backlog)
+        with anyio.move_on_after(0.1):  # the client cancelled the handler while its big reply was half written
+            await writer.send(_reply(1, 300_000))
+            await anyio.sleep(1)
+        wire += _drain(r)
+        assert writer.owed == {1, 2}  # not written in full yet: still owed
+        await writer.send(_reply(2, 10))  # the next reply queues behind the rest of the first
+        with anyio.fail_after(10):
+            while writer.owed:
+                wire += _drain(r)
+                await anyio.sleep(0.01)
+            await writer.drained()
+        tg.cancel_scope.cancel()
+    wire += _drain(r)
+    lines = wire.split(b"\n")
+    assert lines[-1] == b""
+    assert [json.loads(line)["id"] for line in lines[:-1]] == [1, 2]
+    os.close(r)
+    os.close(w)
+
+
+async def test_a_request_split_over_many_reads_arrives_whole() -> None:
+    r, w = _pipe()
+    writer = _WireWriter(w)
+    reader = _WireReader(r, False, writer)
+    request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {}}}
+    request["params"]["arguments"] = {"text": "b" * 3_000_000}
+    line = json.dumps(request).encode() + b"\n"
+    got: list[object] = []
+
+    async def feed() -> None:
+        view = memoryview(line + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+        while view:
+            await anyio.wait_writable(w)
+            try:
+                view = view[os.write(w, view[:50_000]) :]
+            except BlockingIOError:
+                continue
+        os.close(w)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(feed)
+        got.append(await reader.receive())
+        got.append(await reader.receive())  # the last line, unterminated at end of input
+    first, second = got
+    assert isinstance(first, SessionMessage) and isinstance(first.message, types.JSONRPCRequest)
+    assert first.message.params is not None and len(first.message.params["arguments"]["text"]) == 3_000_000
+    assert writer.owed == {7}
+    assert isinstance(second, SessionMessage) and isinstance(second.message, types.JSONRPCNotification)
+    os.close(r)
