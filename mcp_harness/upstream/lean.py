@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+
+logger = logging.getLogger(__name__)
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 Stamp = Callable[[dict[str, Any], Any], None]
@@ -50,6 +54,9 @@ class LeanCalls:
 
     def __init__(self, send: SendLine) -> None:
         self._send = send
+        self.spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], None] | None = None
+        """Where a progress report runs (the pipe's task group): never in the reader, which a slow or failing
+        callback would hold up or kill for every other call on the server (the SDK gives each its own task too)."""
         self._pending: dict[str, _Pending] = {}
         self._ids = itertools.count(1)
         self._closed = False
@@ -84,7 +91,11 @@ class LeanCalls:
             done, total, text = params.get("progress"), params.get("total"), params.get("message")
             if pending.progress is not None and isinstance(done, int | float):
                 total = float(total) if isinstance(total, int | float) else None
-                await pending.progress(float(done), total, text if isinstance(text, str) else None)
+                report = partial(_safely, pending.progress, float(done), total, text if isinstance(text, str) else None)
+                if self.spawn is not None:
+                    self.spawn(report)
+                else:
+                    await report()
             return True
         return False
 
@@ -131,6 +142,13 @@ class LeanCalls:
             await self._send(_line(notice))
         except MCPError:
             pass
+
+
+async def _safely(progress: ProgressFn, done: float, total: float | None, text: str | None) -> None:
+    try:
+        await progress(done, total, text)
+    except Exception:  # a report that could not be relayed is lost; the call goes on
+        logger.warning("relaying an upstream server's progress failed", exc_info=True)
 
 
 def _line(message: dict[str, Any]) -> bytes:

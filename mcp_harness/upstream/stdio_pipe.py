@@ -13,7 +13,7 @@ environment; on close, stdin is closed, then after a grace period the whole grou
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TextIO
 
@@ -98,6 +98,11 @@ async def stdio_pipe(
             await read_in.aclose()  # the pipe broke: the session sees the connection end, not a hung request
 
     async with anyio.create_task_group() as tg:
+
+        def spawn(report: Callable[[], Coroutine[Any, Any, None]]) -> None:
+            tg.start_soon(report)
+
+        lean.spawn = spawn
         tg.start_soon(reader)
         tg.start_soon(writer)
         try:
