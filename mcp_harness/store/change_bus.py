@@ -84,11 +84,14 @@ class ChangeBus:
     def close(self) -> None:
         """Stop both threads; what committed since the last notification is still announced."""
         self._stop_commits()
-        self._closed.set()
+        with self._lock:
+            self._closed.set()
         self._dirty.set()
         self._publishing.join(timeout=5)
-        if self._relay is not None:
-            self._relay.stop(join=True)
+        with self._lock:  # an `on_change` at this moment sees `_closed` and starts none
+            relay = self._relay
+        if relay is not None:
+            relay.stop(join=True)
 
     def _committed(self) -> None:
         # On the committing thread: only a flag, so the commit returns at once.

@@ -27,7 +27,7 @@ from mcp_harness.errors import StorageError
 from mcp_harness.store import instances
 from mcp_harness.store._util import new_id
 from mcp_harness.store.pg_connection import PgConnection, PgCursor, Row, configure, literal
-from mcp_harness.store.pg_notify import Listener, notify, relay
+from mcp_harness.store.pg_notify import Listener, Relay, notify
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -179,7 +179,8 @@ class PgDatabase:
     def on_notify(self, channel: str, wake: Callable[[], None]) -> Callable[[], None]:
         """Call `wake()` (from a thread of its own) whenever a notification arrives on `channel`; returns the function
         that stops listening. For a consumer that polls anyway and only wants to look sooner."""
-        return relay(lambda: self.listen(channel), lambda _got: wake())
+        # `on_connect`: after a dropped connection is reopened, look once for what came while nobody listened.
+        return Relay(lambda: self.listen(channel), lambda _got: wake(), on_connect=wake).stop
 
     def data_version(self) -> int:
         """A stamp that moves whenever anything commits anywhere in the cluster (the WAL insert position): caches

@@ -130,12 +130,6 @@ class Relay:
         _close_quietly(listener)
 
 
-def relay(listen: Callable[[], Listener], fn: Callable[[list[tuple[str, str]]], None]) -> Callable[[], None]:
-    """Listen now (blocking: the caller knows it hears from here on), then hand each batch to `fn` until the returned
-    function is called (a `Relay`: a lost connection is reopened)."""
-    return Relay(listen, fn).stop
-
-
 def _close_quietly(listener: Listener | None) -> None:
     if listener is None:
         return
@@ -154,5 +148,4 @@ __all__ = [
     "Relay",
     "check_channel",
     "notify",
-    "relay",
 ]
