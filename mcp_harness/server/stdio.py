@@ -261,6 +261,10 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
             return
         if isinstance(message, types.JSONRPCRequest):
             self._writer.owed.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            # A cancelled request gets no reply (MCP), so the end-of-input grace must not wait for one.
+            self._writer.owed.discard((message.params or {}).get("requestId"))
+            self._writer.answered.set()
         self._ready.append(SessionMessage(message))
 
     async def _chunk(self) -> bytes | None:

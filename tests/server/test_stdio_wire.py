@@ -100,3 +100,22 @@ async def test_a_request_split_over_many_reads_arrives_whole() -> None:
     assert writer.owed == {7}
     assert isinstance(second, SessionMessage) and isinstance(second.message, types.JSONRPCNotification)
     os.close(r)
+
+
+async def test_end_of_input_does_not_wait_for_a_reply_to_a_request_the_client_cancelled() -> None:
+    r, w = _pipe()
+    writer = _WireWriter(w)
+    reader = _WireReader(r, False, writer)
+    lines = [
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "slow", "arguments": {}}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}},
+    ]
+    os.write(w, b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    os.close(w)
+    with anyio.fail_after(10):  # the grace is 60 s: a wait for id 5's reply would end here instead
+        assert isinstance(await reader.receive(), SessionMessage)
+        assert isinstance(await reader.receive(), SessionMessage)
+        with pytest.raises(anyio.EndOfStream):
+            await reader.receive()
+    assert writer.owed == set()
+    os.close(r)
