@@ -23,6 +23,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
+from mcp_harness.jsonlines import LineBuffer
 from mcp_harness.server import wire
 
 logger = logging.getLogger(__name__)
@@ -222,7 +223,7 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
         self._fd = fd
         self._is_file = is_file
         self._writer = writer
-        self._buffer = bytearray()
+        self._lines = LineBuffer()
         self._ready: deque[SessionMessage] = deque()
         self._eof = False
 
@@ -236,17 +237,9 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
                 continue
             if not chunk:
                 self._eof = True
-                lines = [bytes(self._buffer)]
-                self._buffer.clear()
+                lines = [self._lines.rest()]
             else:
-                # Scan only what arrived: a request of many reads is split once, not re-split per read.
-                scan_from = len(self._buffer)
-                self._buffer += chunk
-                lines, start = [], 0
-                while (end := self._buffer.find(b"\n", scan_from)) >= 0:
-                    lines.append(bytes(self._buffer[start:end]))
-                    start = scan_from = end + 1
-                del self._buffer[:start]
+                lines = self._lines.feed(chunk)
             for line in lines:
                 await self._take(line)
         return self._ready.popleft()

@@ -26,6 +26,7 @@ from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from mcp_harness.jsonlines import LineBuffer
 from mcp_harness.upstream.lean import LeanCalls, closed_error
 
 logger = logging.getLogger(__name__)
@@ -73,13 +74,11 @@ async def stdio_pipe(
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
 
     async def reader() -> None:
-        buffer = b""
+        lines = LineBuffer()
         try:
             async with read_in:
                 async for chunk in stdout:
-                    lines = (buffer + chunk).split(b"\n")
-                    buffer = lines.pop()
-                    for line in lines:
+                    for line in lines.feed(chunk):
                         if line.strip() and not await lean.take(line):
                             await read_in.send(_parse(line))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
