@@ -30,6 +30,7 @@ ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 Stamp = Callable[[dict[str, Any], Any], None]
 """The session's era stamp: it adds the 2026-07-28 `_meta` to a request (and HTTP headers to options we drop)."""
 SendLine = Callable[[bytes], Awaitable[None]]
+Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], None]
 
 ID_PREFIX = "mh-"
 _MARK = b'"mh-'
@@ -52,16 +53,16 @@ def closed_error() -> MCPError:
 class LeanCalls:
     """The calls in flight on one pipe. `take` and `closed` are the reader's; `call_tool` the callers'."""
 
-    def __init__(self, send: SendLine) -> None:
+    def __init__(self, send: SendLine, spawn: Spawn) -> None:
+        """`spawn`: where a progress report runs (the pipe's task group), never in the reader, which a slow or failing
+        report would hold up or kill for every other call on the server (the SDK gives each its own task too)."""
         self._send = send
-        self.spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], None] | None = None
-        """Where a progress report runs (the pipe's task group): never in the reader, which a slow or failing
-        callback would hold up or kill for every other call on the server (the SDK gives each its own task too)."""
+        self._spawn = spawn
         self._pending: dict[str, _Pending] = {}
         self._ids = itertools.count(1)
         self._closed = False
 
-    async def take(self, line: bytes) -> bool:
+    def take(self, line: bytes) -> bool:
         """Whether `line` answered, or reported progress on, one of our calls (then it is not the session's)."""
         if not self._pending or _MARK not in line:
             return False
@@ -91,11 +92,8 @@ class LeanCalls:
             done, total, text = params.get("progress"), params.get("total"), params.get("message")
             if pending.progress is not None and isinstance(done, int | float):
                 total = float(total) if isinstance(total, int | float) else None
-                report = partial(_safely, pending.progress, float(done), total, text if isinstance(text, str) else None)
-                if self.spawn is not None:
-                    self.spawn(report)
-                else:
-                    await report()
+                text = text if isinstance(text, str) else None
+                self._spawn(partial(_safely, pending.progress, float(done), total, text))
             return True
         return False
 

@@ -69,7 +69,6 @@ async def stdio_pipe(
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             raise closed_error() from None
 
-    lean = LeanCalls(send_line)
     read_in, read_out = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -79,7 +78,7 @@ async def stdio_pipe(
             async with read_in:
                 async for chunk in stdout:
                     for line in lines.feed(chunk):
-                        if line.strip() and not await lean.take(line):
+                        if line.strip() and not lean.take(line):
                             await read_in.send(_parse(line))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass  # the session is gone, or our own shutdown closed the pipe under the read
@@ -101,7 +100,7 @@ async def stdio_pipe(
         def spawn(report: Callable[[], Coroutine[Any, Any, None]]) -> None:
             tg.start_soon(report)
 
-        lean.spawn = spawn
+        lean = LeanCalls(send_line, spawn)
         tg.start_soon(reader)
         tg.start_soon(writer)
         try:
