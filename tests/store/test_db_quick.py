@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from mcp_harness.store.db import Database
+from tests.store.holding import held_by_another_thread
 
 pytestmark = pytest.mark.anyio
 
@@ -76,23 +77,13 @@ async def test_another_process_holding_the_write_lock_sends_it_to_a_worker_threa
 
 async def test_a_thread_holding_the_connection_sends_it_to_a_worker_thread(tmp_path: Path) -> None:
     db = Database(tmp_path / "h.db")
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with db.transaction():
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait(10)
     seen: list[str] = []
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(db.quick, lambda: _write(db, "q-held", seen))
-        await anyio.sleep(0.1)
-        assert seen == []
-        release.set()
-    holder.join()
+    with held_by_another_thread(db) as release:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(db.quick, lambda: _write(db, "q-held", seen))
+            await anyio.sleep(0.1)
+            assert seen == []
+            release.set()
     assert seen and seen[0] != threading.current_thread().name
     assert _rows(db, "q-held") == ["q-held"]
     db.close()

@@ -4,7 +4,6 @@ when it is not, and a look-up that fails where the call is logged still leaves t
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ from mcp import Client
 from mcp_harness.callables import upstream_call
 from mcp_harness.harness import Harness
 from tests.conftest import call
+from tests.store.holding import held_by_another_thread
 
 pytestmark = pytest.mark.anyio
 
@@ -53,27 +53,17 @@ async def test_a_call_while_another_thread_holds_the_database_hops_and_is_logged
     arguments = {"tool": "mcp__fx__echo", "input": {"text": "busy"}}
     await call(fx_client, "call", arguments)
     hops = _hops(monkeypatch)
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with fixture_harness.db.transaction():
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait(10)
     answer: list[Any] = []
-    async with anyio.create_task_group() as tg:
+    with held_by_another_thread(fixture_harness.db) as release:
+        async with anyio.create_task_group() as tg:
 
-        async def calling() -> None:
-            answer.append(await call(fx_client, "call", arguments))
+            async def calling() -> None:
+                answer.append(await call(fx_client, "call", arguments))
 
-        tg.start_soon(calling)
-        while not hops:  # the call found the database held and went to a worker thread to wait for it
-            await anyio.sleep(0.01)
-        release.set()
-    holder.join()
+            tg.start_soon(calling)
+            while not hops:  # the call found the database held and went to a worker thread to wait for it
+                await anyio.sleep(0.01)
+            release.set()
     assert answer == [{"result": "busy"}]
     assert hops[0] == "Database._in_transaction"
     session = fixture_harness.sessions.list(fixture_harness.account_id)[0]
