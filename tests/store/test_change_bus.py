@@ -16,9 +16,10 @@ from mcp_harness.config import load_settings
 from mcp_harness.console import live
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server, subscriptions
-from mcp_harness.store.change_bus import ChangeBus, start_change_bus
+from mcp_harness.store.change_bus import ChangeBus
 from mcp_harness.store.pg import PgDatabase
 from tests.conftest import call
+from tests.store.buskit import two_replicas
 from tests.store.pgkit import Cluster, pg_cluster_fixture  # noqa: F401  (the pg_cluster fixture)
 
 
@@ -28,43 +29,28 @@ def _write(db: PgDatabase, account: str) -> None:
 
 
 def test_a_replica_hears_the_others_commits_and_not_its_own(pg_cluster: Cluster) -> None:
-    url = pg_cluster.new_database(migrated=True)
-    a_db, b_db = PgDatabase(url, pool_size=2), PgDatabase(url, pool_size=2)
-    a, b = ChangeBus(a_db), ChangeBus(b_db)
     heard = threading.Semaphore(0)
-    try:
+    with two_replicas(pg_cluster.new_database(migrated=True)) as (a_db, a, b_db, _):
         a.on_change(heard.release)
         assert heard.acquire(timeout=10)  # listening began: one look, for what committed before
         _write(a_db, "own")  # A's own commit: its live views woke through on_every_commit, no echo
         _write(b_db, "other")
         assert heard.acquire(timeout=10)
         assert not heard.acquire(timeout=0.3)  # B's one commit, heard once; A's never
-    finally:
-        a.close()
-        b.close()
-        a_db.close()
-        b_db.close()
 
 
 @pytest.mark.anyio
 async def test_the_consoles_live_feed_wakes_on_another_replicas_commit(pg_cluster: Cluster) -> None:
-    url = pg_cluster.new_database(migrated=True)
-    a_db, b_db = PgDatabase(url, pool_size=2), PgDatabase(url, pool_size=2)
-    a, b = start_change_bus(a_db), start_change_bus(b_db)
-    assert a is not None and b is not None
-    feed = live.ChangeFeed(a_db)  # the console's source: with a bus, data_version is read only every 10 s
-    try:
-        with anyio.fail_after(10):
-            await anyio.to_thread.run_sync(a.listening.wait, abandon_on_cancel=True)
-            seen = await feed.changed(feed.generation, 0.2)  # the bus's first look, if it came meanwhile
-            _write(b_db, "other")
-            assert await feed.changed(seen, 3600) > seen
-    finally:
-        feed.stop()
-        a.close()
-        b.close()
-        a_db.close()
-        b_db.close()
+    with two_replicas(pg_cluster.new_database(migrated=True)) as (a_db, a, b_db, _):
+        feed = live.ChangeFeed(a_db)  # the console's source: with a bus, data_version is read only every 10 s
+        try:
+            with anyio.fail_after(10):
+                await anyio.to_thread.run_sync(a.listening.wait, abandon_on_cancel=True)
+                seen = await feed.changed(feed.generation, 0.2)  # the bus's first look, if it came meanwhile
+                _write(b_db, "other")
+                assert await feed.changed(seen, 3600) > seen
+        finally:
+            feed.stop()
 
 
 @pytest.mark.anyio

@@ -6,20 +6,10 @@ from __future__ import annotations
 
 import threading
 
-from mcp_harness.store.change_bus import ChangeBus
 from mcp_harness.store.pg import PgDatabase
 from mcp_harness.store.pg_notify import Relay
+from tests.store.buskit import drop_listeners, two_replicas
 from tests.store.pgkit import Cluster, pg_cluster_fixture  # noqa: F401  (the pg_cluster fixture)
-
-
-def _drop_listeners(db: PgDatabase) -> int:
-    """What a failover or an idle-connection reaper does to a listening connection."""
-    with db.reading() as conn:
-        rows = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND pid <> "
-            "pg_backend_pid()"
-        ).fetchall()
-    return len(rows)
 
 
 def test_a_relay_reopens_a_dropped_connection_and_hears_again(pg_cluster: Cluster) -> None:
@@ -36,7 +26,7 @@ def test_a_relay_reopens_a_dropped_connection_and_hears_again(pg_cluster: Cluste
         assert connected.acquire(timeout=10)
         db.notify("harness_test", "before")
         assert got.acquire(timeout=10)
-        assert _drop_listeners(db) == 1
+        assert drop_listeners(db) == 1
         assert connected.acquire(timeout=15)  # reopened (and the consumer told it was deaf for a while)
         db.notify("harness_test", "after")
         assert got.acquire(timeout=10)
@@ -47,20 +37,12 @@ def test_a_relay_reopens_a_dropped_connection_and_hears_again(pg_cluster: Cluste
 
 
 def test_the_change_bus_rides_the_same_loop_across_a_dropped_connection(pg_cluster: Cluster) -> None:
-    url = pg_cluster.new_database(migrated=True)
-    a_db, b_db = PgDatabase(url, pool_size=2), PgDatabase(url, pool_size=2)
-    a, b = ChangeBus(a_db), ChangeBus(b_db)
     woke = threading.Semaphore(0)
-    try:
+    with two_replicas(pg_cluster.new_database(migrated=True)) as (a_db, a, b_db, _):
         a.on_change(woke.release)
         assert woke.acquire(timeout=10)  # listening: one look for what came before
-        assert _drop_listeners(a_db) == 1
+        assert drop_listeners(a_db) == 1
         assert woke.acquire(timeout=15)  # reopened: one look for what came while deaf
         with b_db.transaction() as conn:
             conn.execute("INSERT INTO accounts (id, name, created_at) VALUES ('after', 'n', 0)")
         assert woke.acquire(timeout=10)
-    finally:
-        a.close()
-        b.close()
-        a_db.close()
-        b_db.close()
