@@ -473,11 +473,11 @@ class Harness:
             result, error = self._run_verb(ctx, verb, arguments)
             self._answer_once(ctx.session_id, call_id, outcome_event(verb, call_id, result, error), ctx.actor)
             return result, error
-        with self.db.transaction():
+        with self.db.transaction() as conn:
             result, error = self._run_verb(ctx, verb, arguments)
             outcome = outcome_event(verb, call_id, result, error)
-            self.sessions.append_many(
-                ctx.session_id, [(call_event(verb, call_id, arguments), ctx.actor), (outcome, ctx.actor)]
+            self.sessions.append_many_within(
+                conn, ctx.session_id, [(call_event(verb, call_id, arguments), ctx.actor), (outcome, ctx.actor)]
             )
         return result, error
 
@@ -502,7 +502,8 @@ class Harness:
         returns its id. Blocking."""
         call_id = new_call_id(ctx.actor)
         if ctx.session_id is not None:
-            self.sessions.append(ctx.session_id, call_event(verb, call_id, arguments), ctx.actor)
+            with self.db.joined() as conn:  # a failure here fails the caller's transaction (`begin`) whole
+                self.sessions.append_within(conn, ctx.session_id, call_event(verb, call_id, arguments), ctx.actor)
         return call_id
 
     async def start_async(
@@ -559,9 +560,9 @@ class Harness:
 
     def _answer_once(self, session_id: str, call_id: str, outcome: dict[str, Any], actor: Actor) -> None:
         """Append a call's result unless something (a child's delivery) already answered it."""
-        with self.db.transaction():
+        with self.db.joined() as conn:  # `quick`'s transaction, or its own: either way nothing catches a failure
             if call_id not in self.sessions.answered_calls(session_id, [call_id]):
-                self.sessions.append(session_id, outcome, actor)
+                self.sessions.append_within(conn, session_id, outcome, actor)
 
     @staticmethod
     def _invalid(verb: str, problems: list[str]) -> BadRequest:

@@ -54,6 +54,12 @@ class Database:
                 f"Cannot open the database at {path}: {exc}. Check the file or pick another --data-dir."
             ) from exc
         self._lock = threading.RLock()
+        self._waits = True
+        """Whether the connection's busy timeout is the waiting one (`quick` leaves it at 0 until a waiter needs it)."""
+        self._writing = False
+        """In a write transaction of `_transaction` (it holds the write lock)."""
+        self._version: int | None = None
+        """`data_version` as read in that transaction, once it has been: no one else can commit meanwhile."""
         self._depth = 0
         self._after_commit: list[tuple[int, Callable[[], None]]] = []
         self._commit_listeners: list[Callable[[], None]] = []
@@ -69,6 +75,17 @@ class Database:
         """Hold the connection for one atomic change; rolls back on any exception."""
         with self._lock:
             yield from self._transaction(wait=True)
+
+    @contextmanager
+    def joined(self) -> Iterator[sqlite3.Connection]:
+        """The caller's open transaction as it is, else a new one: for a step whose failure fails the caller's whole
+        change anyway (it propagates), where `transaction`'s savepoint would only cost two statements (a logged call
+        takes two such steps)."""
+        with self._lock:
+            if self._conn.in_transaction:
+                yield self._conn
+            else:
+                yield from self._transaction(wait=True)
 
     @contextmanager
     def _free_transaction(self) -> Iterator[sqlite3.Connection]:
@@ -100,15 +117,20 @@ class Database:
                 self._depth -= 1
             return
         if wait:
+            self._waiting()
             conn.execute("BEGIN IMMEDIATE")
         else:
-            conn.execute("PRAGMA busy_timeout=0")
+            # Left at 0 afterwards, not restored: `quick` takes most transactions, and the two pragmas cost about
+            # what its statements do. Whoever waits next sets it back (`_waiting`); once this transaction holds the
+            # write lock, nothing in it waits on anyone in WAL mode.
+            if self._waits:
+                conn.execute("PRAGMA busy_timeout=0")
+                self._waits = False
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError:
                 raise _Busy from None
-            finally:
-                conn.execute(_WAIT_FOR_WRITERS)
+        self._writing = True
         try:
             yield conn
             conn.execute("COMMIT")
@@ -117,6 +139,9 @@ class Database:
                 conn.execute("ROLLBACK")
             self._after_commit = []
             raise
+        finally:
+            self._writing = False
+            self._version = None
         self._checkpointer.committed()
         callbacks, self._after_commit = self._after_commit, []
         for _, fn in callbacks:
@@ -144,12 +169,27 @@ class Database:
     def reading(self) -> Iterator[sqlite3.Connection]:
         """Hold the connection for reads (no transaction is opened)."""
         with self._lock:
+            self._waiting()
             yield self._conn
 
+    def _waiting(self) -> None:
+        """Restore the busy timeout before anything that may wait (a read outside a transaction can meet a lock too)."""
+        if not self._waits and not self._conn.in_transaction:
+            self._conn.execute(_WAIT_FOR_WRITERS)
+            self._waits = True
+
     def data_version(self) -> int:
-        """SQLite's counter of commits made by *other* connections (other processes), for cache validation."""
+        """SQLite's counter of commits made by *other* connections (other processes), for cache validation. Read
+        once per write transaction: while it holds the write lock no other connection can commit."""
         with self._lock:
-            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+            conn = self._conn
+            if self._version is not None:
+                return self._version
+            self._waiting()
+            version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+            if self._writing:
+                self._version = version
+            return version
 
     def run(self, fn: Callable[[Database], T]) -> T:
         """Run `fn` here (blocking); maps unexpected SQLite failures to `StorageError`."""

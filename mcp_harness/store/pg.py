@@ -131,6 +131,15 @@ class PgDatabase:
             fn()
 
     @contextmanager
+    def joined(self) -> Iterator[PgConnection]:
+        """The caller's open transaction as it is, else a new one (as `Database.joined`: no savepoint)."""
+        if self._state.conn is not None:
+            yield self._state.conn
+        else:
+            with self.transaction() as conn:
+                yield conn
+
+    @contextmanager
     def claiming(self) -> Iterator[PgConnection]:
         """A run claim's transaction (store/run_claims.py): not behind the writers, only behind other claims, so a
         fleet's claims count live runs exactly; the candidates are taken `FOR UPDATE SKIP LOCKED`. Inside another

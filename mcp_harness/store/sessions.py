@@ -256,9 +256,15 @@ class SessionStore:
         """`append` in the caller's transaction (`conn`, from its `db.transaction()`), without a savepoint of its
         own: for a caller whose failure undoes its whole transaction or savepoint anyway, such as a delivery or a
         reply's record, where the extra savepoint would only cost (three statements more on a hot path)."""
+        return self.append_many_within(conn, session_id, [(payload, actor)])[0]
+
+    def append_many_within(
+        self, conn: Connection, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]]
+    ) -> list[EventRecord]:
+        """`append_many` in the caller's transaction, without a savepoint of its own (as `append_within`)."""
         if not conn.in_transaction:
             raise RuntimeError("append_within needs the caller's open transaction.")
-        return self._append(conn, session_id, [(payload, actor)], now_ms())[0]
+        return self._append(conn, session_id, events, now_ms())
 
     def _append(
         self, conn: Connection, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]], ts: int

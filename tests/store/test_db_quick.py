@@ -87,3 +87,58 @@ async def test_a_thread_holding_the_connection_sends_it_to_a_worker_thread(tmp_p
     assert seen and seen[0] != threading.current_thread().name
     assert _rows(db, "q-held") == ["q-held"]
     db.close()
+
+
+async def test_after_quick_left_the_timeout_at_zero_a_waiting_transaction_still_waits_for_another_process(
+    tmp_path: Path,
+) -> None:
+    # `quick` leaves the busy timeout at 0 for the next `quick`; whoever waits must get it back first, or a worker's
+    # transaction would fail at once ("database is locked") while another process commits.
+    db = Database(tmp_path / "h.db")
+    assert await db.quick(lambda: _write(db, "q-first")) == "q-first"
+    other = sqlite3.connect(tmp_path / "h.db", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.3, lambda: other.execute("ROLLBACK")).start()
+    # check_same_thread: the timer's thread runs the rollback on `other`, made without that check below.
+    await anyio.to_thread.run_sync(_write, db, "q-waited")
+    assert _rows(db, "q-") == ["q-first", "q-waited"]
+    other.close()
+    db.close()
+
+
+def test_joined_is_the_callers_transaction_without_a_savepoint_or_one_of_its_own(tmp_path: Path) -> None:
+    db = Database(tmp_path / "h.db")
+    statements: list[str] = []
+    with db.transaction() as outer:
+        outer.set_trace_callback(statements.append)
+        with db.joined() as conn:
+            assert conn is outer
+            conn.execute("INSERT INTO store_meta (key, value) VALUES ('j-in', 'x')")
+        outer.set_trace_callback(None)
+    assert not [s for s in statements if "SAVEPOINT" in s or "RELEASE" in s]
+    with pytest.raises(RuntimeError), db.transaction() as outer:  # a failure in it undoes the caller's whole change
+        outer.execute("INSERT INTO store_meta (key, value) VALUES ('j-undone-outer', 'x')")
+        with db.joined() as conn:
+            conn.execute("INSERT INTO store_meta (key, value) VALUES ('j-undone-inner', 'x')")
+            raise RuntimeError("the step broke")
+    with db.joined() as conn:  # alone: its own transaction, committed
+        assert conn.in_transaction
+        conn.execute("INSERT INTO store_meta (key, value) VALUES ('j-alone', 'x')")
+    assert _rows(db, "j-") == ["j-alone", "j-in"]
+    db.close()
+
+
+def test_data_version_is_read_once_in_a_write_transaction_and_again_after_it(tmp_path: Path) -> None:
+    db = Database(tmp_path / "h.db")
+    other = sqlite3.connect(tmp_path / "h.db", isolation_level=None)
+    before = db.data_version()
+    pragmas: list[str] = []
+    with db.transaction() as conn:
+        conn.set_trace_callback(pragmas.append)
+        assert db.data_version() == db.data_version() == before  # no one else can commit meanwhile
+        conn.set_trace_callback(None)
+    assert [p for p in pragmas if "data_version" in p] == ["PRAGMA data_version"]
+    other.execute("INSERT INTO store_meta (key, value) VALUES ('dv-other', 'x')")  # another process commits
+    assert db.data_version() != before
+    other.close()
+    db.close()

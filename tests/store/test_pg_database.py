@@ -52,6 +52,21 @@ def test_a_failed_nested_step_leaves_nothing_and_the_outer_change_goes_on(any_db
     assert accounts(any_db) == ["outer", "second"]
 
 
+def test_a_joined_step_is_the_callers_transaction_or_its_own(any_db: Database) -> None:
+    with pytest.raises(RuntimeError), any_db.transaction() as conn:
+        add(conn, "before")
+        with any_db.joined() as joined:  # no savepoint: its failure undoes the caller's whole change
+            add(joined, "joined")
+            raise RuntimeError("the step broke")
+    with any_db.transaction() as conn:
+        add(conn, "outer")
+        with any_db.joined() as joined:
+            add(joined, "in")
+    with any_db.joined() as conn:  # alone: a transaction of its own
+        add(conn, "alone")
+    assert accounts(any_db) == ["alone", "in", "outer"]
+
+
 def test_after_commit_hooks_run_once_committed_and_never_for_what_rolled_back(any_db: Database) -> None:
     ran: list[str] = []
     with any_db.transaction() as conn:
