@@ -42,7 +42,7 @@ def find_tool(ctx: VerbContext, name: str) -> ToolRecord | None:
     host = ctx.services
     if parts[0] not in host.mcp_servers():
         return None
-    return next((r for r in host.upstream_store.tools([parts[0]]) if r.name == name), None)
+    return host.upstream_store.tool(parts[0], name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ class UpstreamStore:
 
     def __init__(self, db: Store) -> None:
         self.db = db
-        self._tools: tuple[int, list[ToolRecord]] | None = None
+        self._tools: tuple[int, list[ToolRecord], dict[tuple[str, str], ToolRecord]] | None = None
         self._servers: tuple[int, list[ServerSpec]] | None = None
         """The stored servers as of a `data_version` (another process's `mcp add` moves it; ours clear it): every
         relayed call asks which servers are mounted, and decoding each spec again cost more than the lookup."""
@@ -74,15 +74,23 @@ class UpstreamStore:
     def tools(self, servers: Collection[str] | None = None) -> list[ToolRecord]:
         """The documents of these servers' tools (all servers' when None), in name order. Every listing reads this,
         so the decoded rows are kept until the database changes."""
+        records = self._kept()[1]
+        if servers is None:
+            return list(records)
+        return [r for r in records if _server_of(r) in servers]
+
+    def tool(self, server: str, name: str) -> ToolRecord | None:
+        """One server's tool document by name, from the rows `tools` keeps (every upstream call looks one up)."""
+        return self._kept()[2].get((server, name))
+
+    def _kept(self) -> tuple[int, list[ToolRecord], dict[tuple[str, str], ToolRecord]]:
         stamp = self.db.data_version()
         if self._tools is None or self._tools[0] != stamp:
             with self.db.reading() as conn:
                 rows = conn.execute("SELECT * FROM mcp_tools ORDER BY name").fetchall()
-            self._tools = (stamp, [_record(r) for r in rows])
-        records = self._tools[1]
-        if servers is None:
-            return list(records)
-        return [r for r in records if _server_of(r) in servers]
+            records = [_record(r) for r in rows]
+            self._tools = (stamp, records, {(_server_of(r), r.name): r for r in records})
+        return self._tools
 
     def has_tools(self, server: str) -> bool:
         with self.db.reading() as conn:

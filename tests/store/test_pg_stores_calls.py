@@ -71,9 +71,12 @@ def test_mounted_servers_and_their_tools_sync_to_exactly_what_the_server_lists(a
     assert (again.added, again.changed, again.removed, again.unchanged) == ((), ("files.a",), ("files.b",), 0)
     assert [t.document.summary for t in store.tools(["files"])] == ["new"]
     assert store.tools(["other"]) == [] and store.has_tools("files")
+    found = store.tool("files", "files.a")  # one call's lookup: the same kept rows, by server and name
+    assert found is not None and found.document.summary == "new"
+    assert store.tool("files", "files.b") is None and store.tool("other", "files.a") is None
     assert store.remove_server("files") is True
     assert store.remove_server("files") is False
-    assert not store.has_tools("files")
+    assert not store.has_tools("files") and store.tool("files", "files.a") is None
 
 
 # `Database` here: instances.py and RunStore are typed against SQLite's classes still (not the port's).
