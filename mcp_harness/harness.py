@@ -122,6 +122,7 @@ class Harness:
         self._scheduler: Scheduler | None = None
         self._monitor: ActivityMonitor | None = None
         self._upstream_store: UpstreamStore | None = None
+        self._configured_servers: dict[str, ServerSpec] | None = None
         self._mounts: Mounts | None = None
         self._engine_users = 0
         self.awaited_children: set[str] = set()
@@ -332,9 +333,11 @@ class Harness:
 
     def mcp_servers(self) -> dict[str, ServerSpec]:
         """Every mounted MCP server by name: `[[mcp.servers]]`, then those `mcp add` stored. Blocking."""
-        from mcp_harness.callables.upstream import mounted
+        from mcp_harness.callables.upstream import configured, mounted
 
-        return mounted(self.settings.mcp.servers, self.upstream_store)
+        if self._configured_servers is None:
+            self._configured_servers = configured(self.settings.mcp.servers)
+        return mounted(self._configured_servers, self.upstream_store)
 
     @property
     def upstreams(self) -> Upstreams:

@@ -136,10 +136,15 @@ def check_spec(spec: ServerSpec) -> ServerSpec:
     return spec
 
 
-def mounted(settings_servers: list[McpServerSettings], store: UpstreamStore) -> dict[str, ServerSpec]:
-    """Every mounted server by name: the config's, then the stored ones (a stored name the config also has is
-    shadowed by the config's, as a provider's is)."""
-    out = {s.name: spec_from_settings(s) for s in settings_servers}
+def configured(settings_servers: list[McpServerSettings]) -> dict[str, ServerSpec]:
+    """The config's servers by name (settings do not change while a harness runs: built once, not per call)."""
+    return {s.name: spec_from_settings(s) for s in settings_servers}
+
+
+def mounted(configured_servers: dict[str, ServerSpec], store: UpstreamStore) -> dict[str, ServerSpec]:
+    """Every mounted server by name: the config's (`configured`), then the stored ones (a stored name the config
+    also has is shadowed by the config's, as a provider's is)."""
+    out = dict(configured_servers)
     for spec in store.list_servers():
         out.setdefault(spec.name, spec)
     return out
