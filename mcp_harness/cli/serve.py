@@ -86,7 +86,7 @@ def _serve_command(args: argparse.Namespace, out: Any) -> int:
         server = build_server(harness, agent_name=args.agent, session_id=args.session, engine_after_s=after)
         tune_after_startup()
         if address is None:
-            anyio.run(serve_stdio, server)
+            anyio.run(serve_stdio, server, server.wire_calls)
             return 0
         _serve_http(harness, server, settings, *address)
         return 0

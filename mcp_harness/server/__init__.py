@@ -42,6 +42,7 @@ from mcp_harness.server.completions import complete
 from mcp_harness.server.sampling import ClientSampler
 from mcp_harness.server.subscriptions import Subscriptions
 from mcp_harness.server.transports import TOKEN_SCOPE_KEY, http_app, serve_http, serve_stdio
+from mcp_harness.server.wire_calls import WireCalls
 from mcp_harness.verbs.base import Progress, VerbResult
 from mcp_harness.verbs.contracts import RETURN_RESULT_DESCRIPTION, TASKS_EXTENSION, VERBS, VerbSpec
 
@@ -148,6 +149,17 @@ def _content_adapter() -> Any:
     return TypeAdapter(types.ContentBlock)
 
 
+def _call_result(
+    verb: str, result: VerbResult | None, error: HarnessError | None, request: Any
+) -> types.CallToolResult:
+    if error is not None:
+        return error_result(error)
+    assert result is not None
+    if verb in apps.VIEWED_VERBS:  # MCP Apps: the result links the view and names the run it follows
+        result = replace(result, meta=apps.result_meta(verb, result.data, result.meta))
+    return tool_result(result, request)
+
+
 def error_result(error: HarnessError) -> types.CallToolResult:
     """A refusal as the model sees it: `isError`, the message, and `structuredContent.error`."""
     return types.CallToolResult(
@@ -235,7 +247,10 @@ class ServerState:
     async def bound(self, ctx: ServerRequestContext[Any, Any]) -> SessionBinding:
         """The request's binding, its named session checked (it exists and this caller may see it). A session the
         caller may not use is a clean JSON-RPC error, the same for a missing one and someone else's."""
-        binding = self.binding_for(ctx)
+        return await self.checked(self.binding_for(ctx))
+
+    async def checked(self, binding: SessionBinding) -> SessionBinding:
+        """`binding`, its named session checked (as `bound`)."""
         if binding.session_id is not None and not binding.verified:
             try:
                 await anyio.to_thread.run_sync(binding.ensure_sync)
@@ -307,7 +322,7 @@ def _return_result_tool(schema: dict[str, Any]) -> types.Tool:
 
 def build_server(
     harness: Harness, *, agent_name: str | None = None, session_id: str | None = None, engine_after_s: float = 0.0
-) -> Server[ServerState]:
+) -> HarnessServer:
     """The MCP server over `harness`. `session_id` binds stdio/in-process calls to an existing session;
     `engine_after_s` starts the engine that long after the server (`Harness.engine_running`)."""
     agent = harness.agent(agent_name)
@@ -374,12 +389,13 @@ def build_server(
         known = binding.promoted if error is None else None
         if _may_promote(verb, verb_input, known) and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             await state.announce_promotions(ctx, binding)
-        if error is not None:
-            return error_result(error)
-        assert result is not None
-        if verb in apps.VIEWED_VERBS:  # MCP Apps: the result links the view and names the run it follows
-            result = replace(result, meta=apps.result_meta(verb, result.data, result.meta))
-        return tool_result(result, ctx.request)
+        return _call_result(verb, result, error, ctx.request)
+
+    async def on_call_on_the_wire(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """`on_call_tool` for what `WireCalls` takes: a verb but delegate, 2026-07-28, stdio, no progress token."""
+        binding = await state.checked(state.default)
+        result, error = await binding.invoke(name, arguments)
+        return _call_result(name, result, error, None)
 
     async def on_list_resources(
         ctx: ServerRequestContext[ServerState], params: types.PaginatedRequestParams | None
@@ -448,7 +464,7 @@ def build_server(
             return {"resultType": "complete"}
         return {"resultType": "complete", **delegate_tasks.task_of(run)}
 
-    server = _HarnessServer(
+    server = HarnessServer(
         "mcp-harness",
         version=__version__,
         title="mcp-harness",
@@ -471,12 +487,21 @@ def build_server(
     server.add_request_handler("tasks/get", TaskParams, on_task)
     server.add_request_handler("tasks/cancel", TaskParams, on_task)
     server.add_request_handler("tasks/update", TaskUpdateParams, on_task)
+    server.wire_calls = WireCalls(
+        on_call_on_the_wire,
+        frozenset(VERBS) - {"delegate"},
+        lambda: server.server_info_stamp,
+        sampler.carrying_capabilities,
+    )
     return server
 
 
-class _HarnessServer(Server[ServerState]):
+class HarnessServer(Server[ServerState]):
     """The lowlevel server, declaring what it sends: promotion changes the tool list of a session, and handshake-era
     clients are told with `notifications/tools/list_changed` (the 2026-07-28 era derives the flag itself)."""
+
+    wire_calls: WireCalls | None = None
+    """The `tools/call` requests a stdio transport may answer beside the SDK's pipeline (`server/wire_calls.py`)."""
 
     def create_initialization_options(
         self,
@@ -535,4 +560,13 @@ def _declares_tasks(ctx: ServerRequestContext[ServerState]) -> bool:
     return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
-__all__ = ["BadRequest", "ServerState", "build_server", "error_result", "http_app", "serve_http", "serve_stdio"]
+__all__ = [
+    "BadRequest",
+    "HarnessServer",
+    "ServerState",
+    "build_server",
+    "error_result",
+    "http_app",
+    "serve_http",
+    "serve_stdio",
+]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -62,6 +62,15 @@ class Carrier:
 _carrier: ContextVar[Carrier | None] = ContextVar("mcp_harness_sampling_carrier", default=None)
 
 
+@contextmanager
+def _carried(carrier: Carrier) -> Iterator[None]:
+    token = _carrier.set(carrier)
+    try:
+        yield
+    finally:
+        _carrier.reset(token)
+
+
 def declares_sampling_tools(ctx: ServerRequestContext[Any, Any]) -> bool:
     caps = ctx.session.client_capabilities
     sampling = getattr(caps, "sampling", None) if caps is not None else None
@@ -102,11 +111,15 @@ class ClientSampler:
     def carrying(self, ctx: ServerRequestContext[Any, Any], *, task: bool = False) -> Iterator[None]:
         """While handling `ctx`: what it can carry, for `unavailable` (a task carries nothing back)."""
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        token = _carrier.set(Carrier(modern=modern, declares_tools=declares_sampling_tools(ctx), task=task))
-        try:
+        with _carried(Carrier(modern=modern, declares_tools=declares_sampling_tools(ctx), task=task)):
             yield
-        finally:
-            _carrier.reset(token)
+
+    def carrying_capabilities(self, capabilities: Any) -> AbstractContextManager[None]:
+        """`carrying` for a 2026-07-28 request answered on the wire (server/wire_calls.py): the raw
+        `clientCapabilities` of its envelope."""
+        sampling = capabilities.get("sampling") if isinstance(capabilities, dict) else None
+        tools = sampling.get("tools") if isinstance(sampling, dict) else None
+        return _carried(Carrier(modern=True, declares_tools=tools is not None))
 
     def unavailable(self, *, detached: bool) -> str | None:
         carrier = _carrier.get()

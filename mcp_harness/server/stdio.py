@@ -25,21 +25,23 @@ from mcp.shared.message import SessionMessage
 
 from mcp_harness.jsonlines import LineBuffer
 from mcp_harness.server import wire
+from mcp_harness.server.wire_calls import WireCalls, opens_modern
 
 logger = logging.getLogger(__name__)
 
 
-async def serve_stdio(server: Server[Any]) -> None:
+async def serve_stdio(server: Server[Any], calls: WireCalls | None = None) -> None:
     """Serve one client over stdin/stdout until it disconnects.
 
     When both ends are pipes or sockets (how every MCP client spawns a server), the wire is read and written with
     non-blocking descriptors on the event loop. The SDK's `stdio_server` instead hops to a worker thread for every
     line read, every write and every flush, three hops per call that cost more than a whole memory read; the
     harness spends its one hop on the verb. Regular files (`serve < requests.jsonl`) are read the same way, on a
-    worker thread. Terminals and Windows keep the SDK transport.
+    worker thread. Terminals and Windows keep the SDK transport. `calls`: the `tools/call` requests answered on
+    the wire beside the SDK's pipeline (`server/wire_calls.py`), on the threadless transport.
     """
     if _pipe_like(0) and _pipe_like(1):
-        async with _pipe_stdio() as (read_stream, write_stream):
+        async with _pipe_stdio(calls) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         return
     from mcp.server.stdio import stdio_server
@@ -66,7 +68,7 @@ BACKLOG_BYTES = 1 << 20
 
 
 @asynccontextmanager
-async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
+async def _pipe_stdio(calls: WireCalls | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """Newline-delimited JSON-RPC over fds 0 and 1, as the SDK frames it, without worker threads.
 
     Like the SDK, the wire moves to private descriptors while serving, and fd 0 / fd 1 point at /dev/null and
@@ -84,10 +86,11 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
     os.set_blocking(wire_in, False)
     os.set_blocking(wire_out, False)
     writer = _WireWriter(wire_out)
-    reader = _WireReader(wire_in, input_is_file, writer)
+    reader = _WireReader(wire_in, input_is_file, writer, calls)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(writer.flush_backlog)  # idle unless the pipe fills: then it, not a sender, drains it
+            reader.answering = tg
             with anyio.CancelScope() as serving:
                 writer.on_broken = serving.cancel  # the client hung up: stop serving
                 try:
@@ -142,7 +145,13 @@ class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
             raise anyio.ClosedResourceError
         message = item.message
         reply = message.id if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) else None
-        data = memoryview((message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
+        await self.send_line((message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode(), reply)
+
+    async def send_line(self, line: bytes, reply: Any = None) -> None:
+        """One encoded frame (`reply`: the id of the request it answers, if it does)."""
+        if self._closed or self.broken:
+            raise anyio.ClosedResourceError
+        data = memoryview(line)
         if not self._backlog:
             data = self._write(data)
             if not data:
@@ -219,13 +228,19 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
     of input the stream stays open until the requests already read are answered (`EOF_GRACE_S`), so
     `serve < requests.jsonl`, or a client that closes stdin right after its last request, gets every reply."""
 
-    def __init__(self, fd: int, is_file: bool, writer: _WireWriter) -> None:
+    def __init__(self, fd: int, is_file: bool, writer: _WireWriter, calls: WireCalls | None = None) -> None:
         self._fd = fd
         self._is_file = is_file
         self._writer = writer
         self._lines = LineBuffer()
         self._ready: deque[SessionMessage] = deque()
         self._eof = False
+        self._calls = calls
+        self._modern: bool | None = None
+        """The era the SDK serves, once it has the connection's first request (which always goes to it)."""
+        self._answered_here: dict[Any, anyio.CancelScope] = {}
+        self.answering: anyio.abc.TaskGroup | None = None
+        """Where the calls answered on the wire run (the transport's task group)."""
 
     async def receive(self) -> SessionMessage | Exception:
         while not self._ready:
@@ -254,11 +269,44 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
             return
         if isinstance(message, types.JSONRPCRequest):
             self._writer.owed.add(message.id)
+            if self._modern is None:
+                self._modern = opens_modern(message)
+            elif self._modern and self._answer_here(message):
+                return
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             # A cancelled request gets no reply (MCP), so the end-of-input grace must not wait for one.
-            self._writer.owed.discard((message.params or {}).get("requestId"))
+            request_id = (message.params or {}).get("requestId")
+            self._writer.owed.discard(request_id)
             self._writer.answered.set()
+            scope = self._answered_here.get(request_id) if isinstance(request_id, str | int) else None
+            if scope is not None:
+                scope.cancel()
         self._ready.append(SessionMessage(message))
+
+    def _answer_here(self, message: types.JSONRPCRequest) -> bool:
+        """Start answering `message` on the wire when `WireCalls` takes it (never an id already in flight here)."""
+        if self._calls is None or self.answering is None or message.id in self._answered_here:
+            return False
+        taken = self._calls.takes(message)
+        if taken is None:
+            return False
+        scope = self._answered_here[message.id] = anyio.CancelScope()
+        self.answering.start_soon(self._answer, message, taken, scope)
+        return True
+
+    async def _answer(self, message: types.JSONRPCRequest, taken: tuple[str, Any], scope: anyio.CancelScope) -> None:
+        assert self._calls is not None
+        with scope:  # the client's notifications/cancelled cancels it: no reply then, as the SDK does it
+            try:
+                await self._writer.send_line(await self._calls.reply(message, *taken), message.id)
+            except anyio.ClosedResourceError:  # the client hung up
+                pass
+            except Exception:  # never the transport's failure: the SDK's pipeline contains a request's too
+                logger.exception("answering request %r on the wire failed", message.id)
+                self._writer.owed.discard(message.id)
+                self._writer.answered.set()
+            finally:
+                del self._answered_here[message.id]
 
     async def _chunk(self) -> bytes | None:
         if self._is_file:
