@@ -43,7 +43,7 @@ class Database:
         try:
             self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
             self._conn.row_factory = sqlite3.Row
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_WAIT_FOR_WRITERS)
@@ -54,6 +54,8 @@ class Database:
                 f"Cannot open the database at {path}: {exc}. Check the file or pick another --data-dir."
             ) from exc
         self._lock = threading.RLock()
+        self._wal = str(mode).lower() == "wal"
+        """WAL took (a filesystem without shared memory can refuse it): only then does a commit never wait."""
         self._waits = True
         """Whether the connection's busy timeout is the waiting one (`quick` leaves it at 0 until a waiter needs it)."""
         self._writing = False
@@ -130,6 +132,9 @@ class Database:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError:
                 raise _Busy from None
+            if not self._wal:  # a rollback-journal commit waits for readers: let it
+                conn.execute(_WAIT_FOR_WRITERS)
+                self._waits = True
         self._writing = True
         try:
             yield conn
@@ -236,5 +241,7 @@ class Database:
                 busy = self._conn.in_transaction
             except sqlite3.ProgrammingError:  # closed already
                 busy = True
+            if not busy:
+                self._waiting()  # the row's delete waits for a writer like any write (`quick` may have left it at 0)
             instances.gone(None if busy else self._conn, self.instance_id)
             self._conn.close()

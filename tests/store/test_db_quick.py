@@ -6,10 +6,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
+from mcp_harness.store import instances
 from mcp_harness.store.db import Database
 from tests.store.holding import held_by_another_thread
 
@@ -141,4 +143,44 @@ def test_data_version_is_read_once_in_a_write_transaction_and_again_after_it(tmp
     other.execute("INSERT INTO store_meta (key, value) VALUES ('dv-other', 'x')")  # another process commits
     assert db.data_version() != before
     other.close()
+    db.close()
+
+
+def test_closing_after_quick_waits_for_another_writer_to_delete_its_instance_row(tmp_path: Path) -> None:
+    # The row's delete says "this process stopped cleanly"; failing it at once would leave the row to age out.
+    db = Database(tmp_path / "h.db")
+    with db.transaction() as conn:
+        instances.touch(conn, [db.instance_id])
+    anyio.run(db.quick, lambda: _write(db, "q-before-close"))  # leaves the busy timeout at 0
+    other = sqlite3.connect(tmp_path / "h.db", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.3, lambda: other.execute("ROLLBACK")).start()
+    db.close()
+    rows = other.execute("SELECT COUNT(*) FROM instances WHERE id = ?", (db.instance_id,)).fetchone()
+    assert rows == (0,)
+    other.close()
+
+
+class _NoWal(sqlite3.Connection):
+    """A connection on which WAL does not take (as on a filesystem without shared memory)."""
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        return super().execute("PRAGMA journal_mode=DELETE" if sql == "PRAGMA journal_mode=WAL" else sql, *args)
+
+
+async def test_without_wal_quick_commits_wait_for_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In a rollback journal a commit waits for readers to finish: a busy timeout of 0 would fail it outright.
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: connect(*a, **{**k, "factory": _NoWal}))
+    db = Database(tmp_path / "h.db")
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    with db.reading() as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    reader = sqlite3.connect(tmp_path / "h.db", isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM store_meta").fetchone()  # holds a shared lock until it ends
+    threading.Timer(0.3, lambda: reader.execute("COMMIT")).start()
+    assert await db.quick(lambda: _write(db, "q-no-wal")) == "q-no-wal"
+    assert _rows(db, "q-no-wal") == ["q-no-wal"]
+    reader.close()
     db.close()
