@@ -14,6 +14,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -21,11 +22,12 @@ import anyio.abc
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.dispatcher import as_request_id, coerce_request_id
 from mcp.shared.message import SessionMessage
 
 from mcp_harness.jsonlines import LineBuffer
 from mcp_harness.server import wire
-from mcp_harness.server.wire_calls import WireCalls, opens_modern
+from mcp_harness.server.wire_calls import CLOSED_WRITE_S, WireCalls, closed_reply, opens_modern
 
 logger = logging.getLogger(__name__)
 
@@ -90,11 +92,17 @@ async def _pipe_stdio(calls: WireCalls | None = None) -> AsyncIterator[tuple[Any
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(writer.flush_backlog)  # idle unless the pipe fills: then it, not a sender, drains it
-            reader.answering = tg
             with anyio.CancelScope() as serving:
                 writer.on_broken = serving.cancel  # the client hung up: stop serving
                 try:
-                    yield reader, writer
+                    async with anyio.create_task_group() as answering:
+                        reader.answering = answering
+                        try:
+                            yield reader, writer
+                        finally:
+                            # Calls still answered on the wire end as the SDK's own do at shutdown: "Connection
+                            # closed", written before the writer closes.
+                            answering.cancel_scope.cancel()
                 finally:
                     await writer.aclose()
                     with anyio.move_on_after(5):  # replies still queued go out; never hang on a client not reading
@@ -167,7 +175,7 @@ class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
 
     def _written(self, reply: Any) -> None:
         if reply is not None:
-            self.owed.discard(reply)
+            self.owed.discard(coerce_request_id(reply))
             self.answered.set()
 
     def _write(self, data: memoryview) -> memoryview:
@@ -221,6 +229,14 @@ class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         raise NotImplementedError
 
 
+@dataclass
+class _Answering:
+    """A request being answered on the wire: its scope, and whether the client cancelled it."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    cancelled: bool = False
+
+
 class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
     """The wire's lines as the session's messages, read in the session's own task: no reader task per request.
 
@@ -238,7 +254,7 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
         self._calls = calls
         self._modern: bool | None = None
         """The era the SDK serves, once it has the connection's first request (which always goes to it)."""
-        self._answered_here: dict[Any, anyio.CancelScope] = {}
+        self._answered_here: dict[Any, _Answering] = {}
         self.answering: anyio.abc.TaskGroup | None = None
         """Where the calls answered on the wire run (the transport's task group)."""
 
@@ -268,45 +284,62 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
             await self._writer.send(SessionMessage(message))
             return
         if isinstance(message, types.JSONRPCRequest):
-            self._writer.owed.add(message.id)
+            # Ids as the SDK correlates them (`coerce_request_id`: "7" and 7 are one id).
+            self._writer.owed.add(coerce_request_id(message.id))
             if self._modern is None:
                 self._modern = opens_modern(message)
             elif self._modern and self._answer_here(message):
                 return
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
-            # A cancelled request gets no reply (MCP), so the end-of-input grace must not wait for one.
-            request_id = (message.params or {}).get("requestId")
-            self._writer.owed.discard(request_id)
-            self._writer.answered.set()
-            scope = self._answered_here.get(request_id) if isinstance(request_id, str | int) else None
-            if scope is not None:
-                scope.cancel()
+            # A cancelled request gets no reply (MCP), so the end-of-input grace must not wait for one. The id is
+            # read as the SDK reads it: anything but a string or an integer (a bool, a list) names no request.
+            request_id = as_request_id((message.params or {}).get("requestId"))
+            if request_id is not None:
+                key = coerce_request_id(request_id)
+                self._writer.owed.discard(key)
+                self._writer.answered.set()
+                if (answering := self._answered_here.get(key)) is not None:
+                    answering.cancelled = True
+                    answering.scope.cancel()
         self._ready.append(SessionMessage(message))
 
     def _answer_here(self, message: types.JSONRPCRequest) -> bool:
         """Start answering `message` on the wire when `WireCalls` takes it (never an id already in flight here)."""
-        if self._calls is None or self.answering is None or message.id in self._answered_here:
+        key = coerce_request_id(message.id)
+        if self._calls is None or self.answering is None or key in self._answered_here:
             return False
         taken = self._calls.takes(message)
         if taken is None:
             return False
-        scope = self._answered_here[message.id] = anyio.CancelScope()
-        self.answering.start_soon(self._answer, message, taken, scope)
+        answering = self._answered_here[key] = _Answering()
+        self.answering.start_soon(self._answer, message, taken, answering)
         return True
 
-    async def _answer(self, message: types.JSONRPCRequest, taken: tuple[str, Any], scope: anyio.CancelScope) -> None:
+    async def _answer(self, message: types.JSONRPCRequest, taken: tuple[str, Any], answering: _Answering) -> None:
+        """As the SDK's dispatcher answers a request: a request the client cancelled gets no reply even when its
+        verb could not be interrupted and finished anyway; one cut short by shutdown gets "Connection closed"."""
         assert self._calls is not None
-        with scope:  # the client's notifications/cancelled cancels it: no reply then, as the SDK does it
+        writing = False
+        with answering.scope:
             try:
-                await self._writer.send_line(await self._calls.reply(message, *taken), message.id)
+                line = await self._calls.reply(message, *taken)
+                if not answering.cancelled:
+                    writing = True
+                    await self._writer.send_line(line, message.id)
+            except anyio.get_cancelled_exc_class():
+                if not writing and not answering.cancelled:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSED_WRITE_S):
+                        with contextlib.suppress(anyio.ClosedResourceError):  # the client hung up first
+                            await self._writer.send_line(closed_reply(message.id), message.id)
+                raise
             except anyio.ClosedResourceError:  # the client hung up
                 pass
             except Exception:  # never the transport's failure: the SDK's pipeline contains a request's too
                 logger.exception("answering request %r on the wire failed", message.id)
-                self._writer.owed.discard(message.id)
+                self._writer.owed.discard(coerce_request_id(message.id))
                 self._writer.answered.set()
             finally:
-                del self._answered_here[message.id]
+                del self._answered_here[coerce_request_id(message.id)]
 
     async def _chunk(self) -> bytes | None:
         if self._is_file:

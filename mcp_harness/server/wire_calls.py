@@ -27,9 +27,11 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.runner import modern_error_data
+from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from mcp_types import methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +41,22 @@ ENVELOPE_KEYS = frozenset(
 )
 PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 
+CLOSED_WRITE_S = 1.0
+"""How long a shutdown's "Connection closed" reply may take to write (the SDK's bound too)."""
+
 Answer = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
 Carrying = Callable[[Any], AbstractContextManager[None]]
 """While answering: what the request's envelope says the client can carry (its raw `clientCapabilities`)."""
+
+
+def closed_reply(request_id: types.RequestId) -> bytes:
+    """The reply to a request cut short by shutdown, as the SDK's dispatcher sends it."""
+    error = {"code": types.CONNECTION_CLOSED, "message": "Connection closed"}
+    return _line({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def _line(frame: dict[str, Any]) -> bytes:
+    return (json.dumps(frame, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 def opens_modern(message: types.JSONRPCRequest) -> bool:
@@ -91,11 +106,15 @@ class WireCalls:
             frame["result"] = self._serialize(version, result)
         except Exception as exc:
             frame["error"] = modern_error_data(exc).model_dump(by_alias=True, mode="json", exclude_none=True)
-        return (json.dumps(frame, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        return _line(frame)
 
     def _serialize(self, version: str, result: types.CallToolResult) -> dict[str, Any]:
         dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        dumped = methods.serialize_server_result(METHOD, version, dumped)
+        try:
+            dumped = methods.serialize_server_result(METHOD, version, dumped)
+        except ValidationError:  # a server bug, not the client's fault: the SDK's answer for it
+            logger.exception("the answer to a tools/call on the wire is not a valid result")
+            raise MCPError(code=types.INTERNAL_ERROR, message="Handler returned an invalid result") from None
         if dumped.get("resultType") is None:
             dumped["resultType"] = "complete"
         meta = dumped.get("_meta")

@@ -3,6 +3,7 @@ a request is owed until its reply's last byte is written, and a request split ov
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -12,6 +13,7 @@ import pytest
 from mcp.shared.message import SessionMessage
 
 from mcp_harness.server.stdio import _WireReader, _WireWriter  # pyright: ignore[reportPrivateUsage]
+from mcp_harness.server.wire_calls import WireCalls
 
 pytestmark = pytest.mark.anyio
 
@@ -119,3 +121,67 @@ async def test_end_of_input_does_not_wait_for_a_reply_to_a_request_the_client_ca
             await reader.receive()
     assert writer.owed == set()
     os.close(r)
+
+
+async def test_a_cancellation_naming_no_request_is_ignored_and_reading_goes_on() -> None:
+    # `requestId` as the SDK reads it: a list, an object or a bool names no request (and must not stop the reader).
+    r, w = _pipe()
+    writer = _WireWriter(w)
+    reader = _WireReader(r, False, writer)
+    lines = [
+        {"jsonrpc": "2.0", "id": 5, "method": "ping"},
+        *(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": odd}}
+            for odd in ([1], {}, True, None)
+        ),
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "5"}},  # "5" is 5
+    ]
+    os.write(w, b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    os.close(w)
+    with anyio.fail_after(10):
+        for _ in lines:
+            assert isinstance(await reader.receive(), SessionMessage)
+        with pytest.raises(anyio.EndOfStream):
+            await reader.receive()
+    assert writer.owed == set()
+    os.close(r)
+
+
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+async def test_a_call_on_the_wire_cut_short_by_shutdown_gets_connection_closed() -> None:
+    # As the SDK's dispatcher answers its own in-flight requests when the connection closes under them.
+    started = anyio.Event()
+
+    async def never(name: str, arguments: dict[str, object]) -> types.CallToolResult:
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    calls = WireCalls(never, frozenset({"read"}), lambda: {}, lambda _caps: contextlib.nullcontext())
+    r, w = _pipe()
+    out_r, out_w = _pipe()
+    writer = _WireWriter(out_w)
+    reader = _WireReader(r, False, writer, calls)
+    opening = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": ENVELOPE}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read", "_meta": ENVELOPE}}
+    os.write(w, json.dumps(opening).encode() + b"\n" + json.dumps(call).encode() + b"\n")
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as answering:
+            reader.answering = answering
+            assert isinstance(await reader.receive(), SessionMessage)  # the opening request: the SDK's
+            receiving = anyio.create_task_group()
+            async with receiving:
+                receiving.start_soon(reader.receive)  # reads the call, which is answered here, not handed on
+                await started.wait()
+                receiving.cancel_scope.cancel()
+            answering.cancel_scope.cancel()
+    (reply,) = [json.loads(line) for line in _drain(out_r).splitlines()]
+    assert reply == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "Connection closed"}}
+    assert writer.owed == {1}  # the SDK's request is still the SDK's to answer
+    for fd in (r, w, out_r, out_w):
+        os.close(fd)

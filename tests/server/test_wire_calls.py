@@ -1,5 +1,5 @@
 """`tools/call` answered on the stdio wire (`server/wire_calls.py`), against a real `serve` process spoken to in raw
-JSON-RPC: the same answer, byte for byte, as the SDK's pipeline gives the same request; everything the wire path
+JSON-RPC: the same answer (the same JSON) as the SDK's pipeline gives the same request; everything the wire path
 does not take still reaches the SDK (and gets its error); a cancelled call is cancelled, unanswered and logged as
 canceled; requests piped and then stdin closed are all answered."""
 
@@ -200,3 +200,54 @@ async def test_calls_piped_then_stdin_closed_are_all_answered(tmp_path: Path) ->
         assert all("result" in r for r in replies)
         assert await wire.proc.wait() == 0
     assert {f"r{n}" for n in range(20)} <= wire.answered_here()
+
+
+async def test_a_call_cancelled_while_it_cannot_be_interrupted_still_gets_no_reply(tmp_path: Path) -> None:
+    # A quick verb runs on a worker thread, which a cancel cannot stop: it finishes, and its answer is dropped, as
+    # the SDK drops a handler's answer once the client has cancelled the request.
+    async with _serving(tmp_path) as wire:
+        await wire.send(_request(1, "tools/list", {"_meta": ENVELOPE}))
+        await wire.until(1)
+        other = sqlite3.connect(tmp_path / "data" / "harness.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock: the write waits for it
+        await wire.send(_call("held", "write", {"address": "~/memory/held.md", "content": "x"}))
+        await anyio.sleep(0.3)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "held"}}
+        await wire.send(json.dumps(cancel).encode() + b"\n")
+        await anyio.sleep(0.2)
+        other.execute("ROLLBACK")
+        other.close()
+        await wire.send(_call("after", "read", {"address": "~/memory/held.md"}))
+        (after,) = await wire.until("after")
+        await wire.stdin.aclose()
+        assert await wire.proc.wait() == 0
+    assert "held" not in wire.replies and {"held", "after"} <= wire.answered_here()
+    assert after["result"]["isError"] is False  # the write did happen: only its reply was dropped
+
+
+async def test_a_cancellation_names_its_request_as_the_sdk_reads_ids(tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    config = f'[[mcp.servers]]\nname = "fx"\ncommand = {json.dumps(fixture_command(marks))}\ntimeout_s = 30\n'
+
+    async def started() -> None:
+        while not (marks / "slow-started").exists():
+            await anyio.sleep(0.02)
+        (marks / "slow-started").unlink()
+
+    async with _serving(tmp_path, config) as wire:
+        await wire.send(_request(0, "tools/list", {"_meta": ENVELOPE}))
+        await wire.until(0)
+        await wire.send(_call(5, "call", {"tool": "mcp__fx__slow", "input": {"seconds": 30}}))
+        await started()
+        await wire.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"5"}}\n')
+        while not (marks / "cancelled").exists():  # "5" is request 5
+            await anyio.sleep(0.02)
+        await wire.send(_call(1, "call", {"tool": "mcp__fx__slow", "input": {"seconds": 1}}))
+        await started()
+        await wire.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":true}}\n')
+        (one,) = await wire.until(1)  # `true` is not request 1: it runs to its end and is answered
+        assert one["result"]["structuredContent"] == {"result": "slept 1.0s"}
+        await wire.stdin.aclose()
+        assert await wire.proc.wait() == 0
+    assert 5 not in wire.replies and {"5", "1"} <= wire.answered_here()
