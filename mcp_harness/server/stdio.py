@@ -87,6 +87,27 @@ async def _pipe_stdio(calls: WireCalls | None = None) -> AsyncIterator[tuple[Any
     os.dup2(2, 1)
     os.set_blocking(wire_in, False)
     os.set_blocking(wire_out, False)
+    try:
+        async with _wire(wire_in, wire_out, input_is_file, calls) as streams:
+            yield streams
+    finally:
+        # Anything printed while serving still sits in sys.stdout's buffer; it belongs on stderr, not the wire.
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        for fd in (wire_in, wire_out):
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, True)
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        os.close(wire_in)
+        os.close(wire_out)
+
+
+@asynccontextmanager
+async def _wire(
+    wire_in: int, wire_out: int, input_is_file: bool, calls: WireCalls | None = None
+) -> AsyncIterator[tuple[_WireReader, _WireWriter]]:
+    """The session's streams over two non-blocking descriptors, for as long as it serves."""
     writer = _WireWriter(wire_out)
     reader = _WireReader(wire_in, input_is_file, writer, calls)
     try:
@@ -101,26 +122,16 @@ async def _pipe_stdio(calls: WireCalls | None = None) -> AsyncIterator[tuple[Any
                             yield reader, writer
                         finally:
                             # Calls still answered on the wire end as the SDK's own do at shutdown: "Connection
-                            # closed", written before the writer closes.
+                            # closed". The SDK has closed its end of the writer by now, not the wire's.
                             answering.cancel_scope.cancel()
                 finally:
-                    await writer.aclose()
+                    writer.close()
                     with anyio.move_on_after(5):  # replies still queued go out; never hang on a client not reading
                         await writer.drained()
             tg.cancel_scope.cancel()
     finally:
         if writer.broken:
             logger.info("the client closed stdout; stopping")
-        # Anything printed while serving still sits in sys.stdout's buffer; it belongs on stderr, not the wire.
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-        for fd in (wire_in, wire_out):
-            with contextlib.suppress(OSError):
-                os.set_blocking(fd, True)
-        os.dup2(wire_in, 0)
-        os.dup2(wire_out, 1)
-        os.close(wire_in)
-        os.close(wire_out)
 
 
 class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
@@ -143,13 +154,14 @@ class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         self._empty = anyio.Event()
         self._empty.set()
         self._closed = False
+        self._sdk_closed = False
         self.broken = False
         self.on_broken: Any = None
         self.owed: set[Any] = set()
         self.answered = anyio.Event()
 
     async def send(self, item: SessionMessage) -> None:
-        if self._closed or self.broken:
+        if self._closed or self._sdk_closed or self.broken:
             raise anyio.ClosedResourceError
         message = item.message
         reply = message.id if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) else None
@@ -223,6 +235,11 @@ class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         await self._empty.wait()
 
     async def aclose(self) -> None:
+        """The SDK's session is done sending: the wire stays open for calls still answered on it (`close`)."""
+        self._sdk_closed = True
+
+    def close(self) -> None:
+        """The transport is done: nothing more is sent."""
         self._closed = True
 
     def send_nowait(self, item: SessionMessage) -> None:  # pragma: no cover - the session always awaits `send`
@@ -281,7 +298,8 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
         message = wire.parse(line)
         if isinstance(message, types.JSONRPCError):  # the SDK's session would drop the line without a word
             logger.info("refused a line from the client: %s", message.error.message)
-            await self._writer.send(SessionMessage(message))
+            # Not a reply to any request read: a live request with the same id is still owed its own.
+            await self._writer.send_line((message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
             return
         if isinstance(message, types.JSONRPCRequest):
             # Ids as the SDK correlates them (`coerce_request_id`: "7" and 7 are one id).
@@ -329,10 +347,10 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
             except anyio.get_cancelled_exc_class():
                 if not writing and not answering.cancelled:
                     with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSED_WRITE_S):
-                        with contextlib.suppress(anyio.ClosedResourceError):  # the client hung up first
-                            await self._writer.send_line(closed_reply(message.id), message.id)
+                        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            await self._writer.send_line(closed_reply(message.id), message.id)  # unless gone
                 raise
-            except anyio.ClosedResourceError:  # the client hung up
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):  # the client hung up
                 pass
             except Exception:  # never the transport's failure: the SDK's pipeline contains a request's too
                 logger.exception("answering request %r on the wire failed", message.id)

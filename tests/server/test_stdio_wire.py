@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
+from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
+from mcp_harness.server import stdio
 from mcp_harness.server.stdio import _WireReader, _WireWriter  # pyright: ignore[reportPrivateUsage]
 from mcp_harness.server.wire_calls import WireCalls
 
@@ -153,8 +157,24 @@ ENVELOPE = {
 }
 
 
-async def test_a_call_on_the_wire_cut_short_by_shutdown_gets_connection_closed() -> None:
-    # As the SDK's dispatcher answers its own in-flight requests when the connection closes under them.
+def _calls(answer: Any) -> WireCalls:
+    return WireCalls(answer, frozenset({"read"}), lambda: {}, lambda _caps: contextlib.nullcontext())
+
+
+def _frames(*frames: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(frame).encode() + b"\n" for frame in frames)
+
+
+OPENING = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": ENVELOPE}}
+CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read", "_meta": ENVELOPE}}
+
+
+async def test_a_call_on_the_wire_cut_short_by_shutdown_gets_connection_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As the SDK's dispatcher answers its own in-flight requests when the connection closes under them, though the
+    # SDK's session, done first, has closed its end of the writer by then.
+    monkeypatch.setattr(stdio, "EOF_GRACE_S", 0.3)
     started = anyio.Event()
 
     async def never(name: str, arguments: dict[str, object]) -> types.CallToolResult:
@@ -162,26 +182,61 @@ async def test_a_call_on_the_wire_cut_short_by_shutdown_gets_connection_closed()
         await anyio.sleep_forever()
         raise AssertionError
 
-    calls = WireCalls(never, frozenset({"read"}), lambda: {}, lambda _caps: contextlib.nullcontext())
+    r, w = _pipe()
+    out_r, out_w = _pipe()
+    os.write(w, _frames(OPENING, CALL))
+    os.close(w)  # end of input while the call runs: the grace runs out, the session ends
+    server = Server("bare")
+    with anyio.fail_after(10):
+        async with stdio._wire(r, out_w, False, _calls(never)) as (reader, writer):  # pyright: ignore[reportPrivateUsage]
+            await server.run(reader, writer, server.create_initialization_options())
+    assert started.is_set()
+    replies = {frame["id"]: frame for frame in map(json.loads, _drain(out_r).splitlines())}
+    assert replies[2] == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "Connection closed"}}
+    assert replies[1]["error"]["message"] == "Method not found"  # the SDK's own request: the bare SDK's answer
+    for fd in (r, out_r, out_w):
+        os.close(fd)
+
+
+async def test_a_client_gone_mid_call_is_no_error(caplog: pytest.LogCaptureFixture) -> None:
+    release = anyio.Event()
+
+    async def slow(name: str, arguments: dict[str, object]) -> types.CallToolResult:
+        await release.wait()
+        return types.CallToolResult(content=[types.TextContent(type="text", text="late")])
+
+    r, w = _pipe()
+    out_r, out_w = _pipe()
+    os.write(w, _frames(OPENING, CALL))
+    server = Server("bare")
+    with anyio.fail_after(10), caplog.at_level(logging.WARNING):
+        async with stdio._wire(r, out_w, False, _calls(slow)) as (reader, writer):  # pyright: ignore[reportPrivateUsage]
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(server.run, reader, writer, server.create_initialization_options())
+                while 1 not in {json.loads(line)["id"] for line in _drain(out_r).splitlines()}:
+                    await anyio.sleep(0.01)
+                os.close(out_r)  # the client hangs up before the call's answer is ready
+                release.set()
+                await anyio.sleep(0.2)
+                tg.cancel_scope.cancel()
+    assert writer.broken and not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    for fd in (r, w, out_w):
+        os.close(fd)
+
+
+async def test_a_refused_line_carrying_a_live_requests_id_leaves_that_request_owed() -> None:
     r, w = _pipe()
     out_r, out_w = _pipe()
     writer = _WireWriter(out_w)
-    reader = _WireReader(r, False, writer, calls)
-    opening = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": ENVELOPE}}
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read", "_meta": ENVELOPE}}
-    os.write(w, json.dumps(opening).encode() + b"\n" + json.dumps(call).encode() + b"\n")
+    reader = _WireReader(r, False, writer)
+    broken = b'{"jsonrpc":"2.0","id":"slow","method":\n'  # a line the reader refuses, naming the ping's id
+    os.write(w, _frames({"jsonrpc": "2.0", "id": "slow", "method": "ping"}) + broken)
     with anyio.fail_after(10):
-        async with anyio.create_task_group() as answering:
-            reader.answering = answering
-            assert isinstance(await reader.receive(), SessionMessage)  # the opening request: the SDK's
-            receiving = anyio.create_task_group()
-            async with receiving:
-                receiving.start_soon(reader.receive)  # reads the call, which is answered here, not handed on
-                await started.wait()
-                receiving.cancel_scope.cancel()
-            answering.cancel_scope.cancel()
-    (reply,) = [json.loads(line) for line in _drain(out_r).splitlines()]
-    assert reply == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "Connection closed"}}
-    assert writer.owed == {1}  # the SDK's request is still the SDK's to answer
+        assert isinstance(await reader.receive(), SessionMessage)  # the ping, for the SDK
+        with anyio.move_on_after(0.2):
+            await reader.receive()  # the broken line is answered by the reader itself
+    (refusal,) = [json.loads(line) for line in _drain(out_r).splitlines()]
+    assert refusal["id"] == "slow" and refusal["error"]["code"] == -32600
+    assert writer.owed == {"slow"}  # the refusal is no answer to the ping
     for fd in (r, w, out_r, out_w):
         os.close(fd)
