@@ -217,6 +217,7 @@ async def test_a_call_cancelled_while_it_cannot_be_interrupted_still_gets_no_rep
         await anyio.sleep(0.2)
         other.execute("ROLLBACK")
         other.close()
+        after: dict[str, Any] = {}
         for n in range(100):  # the write retries for the lock on SQLite's own backoff: read until it has landed
             await wire.send(_call(f"after-{n}", "read", {"address": "~/memory/held.md"}))
             (after,) = await wire.until(f"after-{n}")
