@@ -103,6 +103,11 @@ async def _pipe_stdio(calls: WireCalls | None = None) -> AsyncIterator[tuple[Any
         os.close(wire_out)
 
 
+def _frame(message: types.JSONRPCMessage | types.JSONRPCError) -> bytes:
+    """A message as one line on the wire, as the SDK's stdio transport frames it."""
+    return (message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
+
+
 @asynccontextmanager
 async def _wire(
     wire_in: int, wire_out: int, input_is_file: bool, calls: WireCalls | None = None
@@ -165,7 +170,7 @@ class _WireWriter(anyio.abc.ObjectSendStream[SessionMessage]):
             raise anyio.ClosedResourceError
         message = item.message
         reply = message.id if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) else None
-        await self.send_line((message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode(), reply)
+        await self.send_line(_frame(message), reply)
 
     async def send_line(self, line: bytes, reply: Any = None) -> None:
         """One encoded frame (`reply`: the id of the request it answers, if it does)."""
@@ -299,7 +304,7 @@ class _WireReader(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
         if isinstance(message, types.JSONRPCError):  # the SDK's session would drop the line without a word
             logger.info("refused a line from the client: %s", message.error.message)
             # Not a reply to any request read: a live request with the same id is still owed its own.
-            await self._writer.send_line((message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
+            await self._writer.send_line(_frame(message))
             return
         if isinstance(message, types.JSONRPCRequest):
             # Ids as the SDK correlates them (`coerce_request_id`: "7" and 7 are one id).

@@ -46,6 +46,27 @@ def _drain(fd: int) -> bytes:
         out += chunk
 
 
+def _frames(*frames: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(frame).encode() + b"\n" for frame in frames)
+
+
+async def _read_to_end(*frames: dict[str, Any]) -> _WireWriter:
+    """Feed `frames` and end the input; every one must reach the session, then the end. The writer, for its `owed`.
+    The end-of-input grace is 60 s: a wait for a reply no one will send would meet the 10 s bound instead."""
+    r, w = _pipe()
+    writer = _WireWriter(w)
+    reader = _WireReader(r, False, writer)
+    os.write(w, _frames(*frames))
+    os.close(w)
+    with anyio.fail_after(10):
+        for _ in frames:
+            assert isinstance(await reader.receive(), SessionMessage)
+        with pytest.raises(anyio.EndOfStream):
+            await reader.receive()
+    os.close(r)
+    return writer
+
+
 def _reply(ident: int, size: int) -> SessionMessage:
     return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=ident, result={"x": "a" * size}))
 
@@ -109,46 +130,24 @@ async def test_a_request_split_over_many_reads_arrives_whole() -> None:
 
 
 async def test_end_of_input_does_not_wait_for_a_reply_to_a_request_the_client_cancelled() -> None:
-    r, w = _pipe()
-    writer = _WireWriter(w)
-    reader = _WireReader(r, False, writer)
-    lines = [
+    writer = await _read_to_end(
         {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "slow", "arguments": {}}},
         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}},
-    ]
-    os.write(w, b"".join(json.dumps(line).encode() + b"\n" for line in lines))
-    os.close(w)
-    with anyio.fail_after(10):  # the grace is 60 s: a wait for id 5's reply would end here instead
-        assert isinstance(await reader.receive(), SessionMessage)
-        assert isinstance(await reader.receive(), SessionMessage)
-        with pytest.raises(anyio.EndOfStream):
-            await reader.receive()
+    )
     assert writer.owed == set()
-    os.close(r)
 
 
 async def test_a_cancellation_naming_no_request_is_ignored_and_reading_goes_on() -> None:
     # `requestId` as the SDK reads it: a list, an object or a bool names no request (and must not stop the reader).
-    r, w = _pipe()
-    writer = _WireWriter(w)
-    reader = _WireReader(r, False, writer)
-    lines = [
+    writer = await _read_to_end(
         {"jsonrpc": "2.0", "id": 5, "method": "ping"},
         *(
             {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": odd}}
             for odd in ([1], {}, True, None)
         ),
         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "5"}},  # "5" is 5
-    ]
-    os.write(w, b"".join(json.dumps(line).encode() + b"\n" for line in lines))
-    os.close(w)
-    with anyio.fail_after(10):
-        for _ in lines:
-            assert isinstance(await reader.receive(), SessionMessage)
-        with pytest.raises(anyio.EndOfStream):
-            await reader.receive()
+    )
     assert writer.owed == set()
-    os.close(r)
 
 
 ENVELOPE = {
@@ -159,10 +158,6 @@ ENVELOPE = {
 
 def _calls(answer: Any) -> WireCalls:
     return WireCalls(answer, frozenset({"read"}), lambda: {}, lambda _caps: contextlib.nullcontext())
-
-
-def _frames(*frames: dict[str, Any]) -> bytes:
-    return b"".join(json.dumps(frame).encode() + b"\n" for frame in frames)
 
 
 OPENING = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": ENVELOPE}}
