@@ -160,6 +160,19 @@ def _call_result(
     return tool_result(result, request)
 
 
+def call_result_fields(verb: str, result: VerbResult | None, error: HarnessError | None) -> dict[str, Any]:
+    """`_call_result`'s answer in its wire form, for `WireCalls` to hand the SDK's serializer (which validates it).
+    An upstream's blocks go as they are: the models `tool_result` builds would only be dumped again (issue 20)."""
+    if error is None and result is not None and result.content is not None and verb not in apps.VIEWED_VERBS:
+        fields: dict[str, Any] = {"content": list(result.content), "isError": result.is_error, "resultType": "complete"}
+        if result.data:  # as `tool_result`: an upstream's own structured content, or none
+            fields["structuredContent"] = _structured(result)
+        if result.meta is not None:
+            fields["_meta"] = result.meta
+        return fields
+    return _call_result(verb, result, error, None).model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
 def error_result(error: HarnessError) -> types.CallToolResult:
     """A refusal as the model sees it: `isError`, the message, and `structuredContent.error`."""
     return types.CallToolResult(
@@ -391,11 +404,11 @@ def build_server(
             await state.announce_promotions(ctx, binding)
         return _call_result(verb, result, error, ctx.request)
 
-    async def on_call_on_the_wire(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def on_call_on_the_wire(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """`on_call_tool` for what `WireCalls` takes: a verb but delegate, 2026-07-28, stdio, no progress token."""
         binding = await state.checked(state.default)
         result, error = await binding.invoke(name, arguments)
-        return _call_result(name, result, error, None)
+        return call_result_fields(name, result, error)
 
     async def on_list_resources(
         ctx: ServerRequestContext[ServerState], params: types.PaginatedRequestParams | None

@@ -44,7 +44,8 @@ PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 CLOSED_WRITE_S = 1.0
 """How long a shutdown's "Connection closed" reply may take to write (the SDK's bound too)."""
 
-Answer = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
+Answer = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+"""A verb call's `CallToolResult` in its wire form (camelCase, nothing null), for the SDK's serializer to sieve."""
 Carrying = Callable[[Any], AbstractContextManager[None]]
 """While answering: what the request's envelope says the client can carry (its raw `clientCapabilities`)."""
 
@@ -74,6 +75,9 @@ class WireCalls:
         self._answer = answer
         self._names = names
         self._server_info = server_info
+        self._stamp: dict[str, Any] | None = None
+        """The server's identity, dumped once: the SDK copies it per response so that no caller can change the one
+        stamped into the next, and a stamp here is only ever encoded."""
         self._carrying = carrying
 
     def takes(self, message: types.JSONRPCRequest) -> tuple[str, Any] | None:
@@ -108,18 +112,25 @@ class WireCalls:
             frame["error"] = modern_error_data(exc).model_dump(by_alias=True, mode="json", exclude_none=True)
         return _line(frame)
 
-    def _serialize(self, version: str, result: types.CallToolResult) -> dict[str, Any]:
-        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    def _serialize(self, version: str, result: dict[str, Any]) -> dict[str, Any]:
         try:
-            dumped = methods.serialize_server_result(METHOD, version, dumped)
+            dumped = methods.serialize_server_result(METHOD, version, result)
         except ValidationError:  # a server bug, not the client's fault: the SDK's answer for it
             logger.exception("the answer to a tools/call on the wire is not a valid result")
             raise MCPError(code=types.INTERNAL_ERROR, message="Handler returned an invalid result") from None
+        if "content" not in dumped:  # the sieve fell back to another result type, dropping what the answer said
+            logger.error("the answer to a tools/call on the wire is not a CallToolResult: %.300s", json.dumps(result))
+            raise MCPError(code=types.INTERNAL_ERROR, message="Handler returned an invalid result")
         if dumped.get("resultType") is None:
             dumped["resultType"] = "complete"
         meta = dumped.get("_meta")
         if meta is None:
-            dumped["_meta"] = {types.SERVER_INFO_META_KEY: self._server_info()}
+            dumped["_meta"] = {types.SERVER_INFO_META_KEY: self._identity()}
         elif isinstance(meta, dict) and meta.get(types.SERVER_INFO_META_KEY) is None:
-            dumped["_meta"] = {**meta, types.SERVER_INFO_META_KEY: self._server_info()}
+            dumped["_meta"] = {**meta, types.SERVER_INFO_META_KEY: self._identity()}
         return dumped
+
+    def _identity(self) -> dict[str, Any]:
+        if self._stamp is None:
+            self._stamp = self._server_info()
+        return self._stamp

@@ -172,7 +172,7 @@ async def test_a_call_on_the_wire_cut_short_by_shutdown_gets_connection_closed(
     monkeypatch.setattr(stdio, "EOF_GRACE_S", 0.3)
     started = anyio.Event()
 
-    async def never(name: str, arguments: dict[str, object]) -> types.CallToolResult:
+    async def never(name: str, arguments: dict[str, object]) -> dict[str, object]:
         started.set()
         await anyio.sleep_forever()
         raise AssertionError
@@ -196,9 +196,9 @@ async def test_a_call_on_the_wire_cut_short_by_shutdown_gets_connection_closed(
 async def test_a_client_gone_mid_call_is_no_error(caplog: pytest.LogCaptureFixture) -> None:
     release = anyio.Event()
 
-    async def slow(name: str, arguments: dict[str, object]) -> types.CallToolResult:
+    async def slow(name: str, arguments: dict[str, object]) -> dict[str, object]:
         await release.wait()
-        return types.CallToolResult(content=[types.TextContent(type="text", text="late")])
+        return {"content": [{"type": "text", "text": "late"}], "resultType": "complete"}
 
     r, w = _pipe()
     out_r, out_w = _pipe()
