@@ -21,6 +21,7 @@ from mcp_harness.scope import Scope
 from mcp_harness.store import SessionRecord
 from mcp_harness.store.sessions import Actor, SessionKind
 from mcp_harness.verbs.base import Progress, VerbContext, VerbResult
+from mcp_harness.verbs.call_events import new_call_id
 
 logger = logging.getLogger(__name__)
 
@@ -70,13 +71,26 @@ class SessionBinding:
             self._verified = True
             return record
 
-    def context_sync(self, actor: Actor = "agent", *, create: bool = True) -> VerbContext:
+    def context_sync(
+        self,
+        actor: Actor = "agent",
+        *,
+        create: bool = True,
+        call_id: str | None = None,
+        progress: Progress | None = None,
+    ) -> VerbContext:
         """The verb context for a call on this binding. Blocking; one session lookup at most per binding."""
         if (create or self.session_id is not None) and not self._verified:
             self.ensure_sync()
         agent = self.harness.agents.get(self.agent_id)
         return VerbContext(
-            services=self.harness, agent=agent, session_id=self.session_id, actor=actor, scope=self.scope()
+            services=self.harness,
+            agent=agent,
+            session_id=self.session_id,
+            actor=actor,
+            scope=self.scope(),
+            progress=progress,
+            call_id=call_id,
         )
 
     def _invoke_sync(
@@ -97,18 +111,21 @@ class SessionBinding:
 
         def begin() -> tuple[VerbContext, str]:
             # One hop, not two, for the context and the call's `tool_call` (committed before the verb starts, as
-            # `invoke_async` would have): on the `call` path each hop costs about what the commit does.
-            ctx = self.context_sync(actor)
-            call_id = self.harness.log_call_sync(ctx, verb, arguments)
+            # `invoke_async` would have): on the `call` path each hop costs about what the commit does. The context
+            # is built whole, call id and all: on that path each `dataclasses.replace` cost about what a statement
+            # does.
+            call_id = new_call_id(actor)
+            ctx = self.context_sync(actor, call_id=call_id, progress=progress)
+            self.harness.log_call_sync(ctx, verb, arguments, call_id)
             prepare = ASYNC_PREPARE.get(verb)
             if prepare is None:
                 return ctx, call_id
             try:
-                prepared = prepare(dataclasses.replace(ctx, call_id=call_id), arguments)
+                prepared = prepare(ctx, arguments)
             except Exception:  # the call is logged: the verb meets the failure again itself, and answers it
                 logger.debug("preparing %s failed; the verb looks it up itself", verb, exc_info=True)
                 prepared = None
-            return dataclasses.replace(ctx, prepared=prepared), call_id
+            return (ctx if prepared is None else dataclasses.replace(ctx, prepared=prepared)), call_id
 
         try:
             if self._verified:
@@ -119,7 +136,6 @@ class SessionBinding:
                 ctx, call_id = await anyio.to_thread.run_sync(begin)  # may create the session (and bind it here)
         except HarnessError as exc:
             return None, exc
-        ctx = dataclasses.replace(ctx, progress=progress)
         return await self.harness.invoke_async(ctx, verb, arguments, call_id, logged=True)
 
     async def owed_output_schema(self) -> dict[str, Any] | None:

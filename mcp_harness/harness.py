@@ -500,10 +500,10 @@ class Harness:
             ctx, verb, arguments, lambda c: handler(c, arguments), call_id, answer=True, logged=logged
         )
 
-    def log_call_sync(self, ctx: VerbContext, verb: str, arguments: dict[str, Any]) -> str:
+    def log_call_sync(self, ctx: VerbContext, verb: str, arguments: dict[str, Any], call_id: str | None = None) -> str:
         """Commit a long-running call's `tool_call` before it starts (`invoke_async(..., logged=True)` runs it);
-        returns its id. Blocking."""
-        call_id = new_call_id(ctx.actor)
+        returns its id (`call_id`, else a new one). Blocking."""
+        call_id = call_id or new_call_id(ctx.actor)
         if ctx.session_id is not None:
             with self.db.joined() as conn:  # a failure here fails the caller's transaction (`begin`) whole
                 self.sessions.append_within(conn, ctx.session_id, call_event(verb, call_id, arguments), ctx.actor)
@@ -539,7 +539,7 @@ class Harness:
             problems = input_errors(verb, arguments)
             if problems:
                 raise self._invalid(verb, problems)
-            result = await run(dataclasses.replace(ctx, call_id=call_id))
+            result = await run(ctx if ctx.call_id == call_id else dataclasses.replace(ctx, call_id=call_id))
         except HarnessError as exc:
             error = exc
         except OSError as exc:
