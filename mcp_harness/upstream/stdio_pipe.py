@@ -7,14 +7,12 @@ theirs), and a lean request is written straight to the pipe; everything else rea
 SDK's own transport would pass it (a parse failure becomes an exception in the stream, which the session reports).
 
 The process is started and stopped as the SDK does it: in its own process group, with the SDK's inherited
-environment; on close, stdin is closed, then after a grace period the whole group gets SIGTERM, then SIGKILL. The
-pipes are our own (`fd_pipe.py`), read and written on their file descriptors.
+environment; on close, stdin is closed, then after a grace period the whole group gets SIGTERM, then SIGKILL.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TextIO
@@ -29,7 +27,6 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from mcp_harness.jsonlines import LineBuffer
-from mcp_harness.upstream.fd_pipe import Broken, FdPipes
 from mcp_harness.upstream.lean import LeanCalls, closed_error
 
 logger = logging.getLogger(__name__)
@@ -58,37 +55,18 @@ async def stdio_pipe(
     Raises:
         OSError: the command could not be started.
     """
-    # Our own pipes (`fd_pipe.py`), so the loop's subprocess transport never holds them.
-    child_in, stdin_fd = os.pipe()
-    try:
-        stdout_fd, child_out = os.pipe()
-    except BaseException:
-        os.close(child_in)
-        os.close(stdin_fd)
-        raise
-    try:
-        process = await anyio.open_process(
-            command,
-            stdin=child_in,
-            stdout=child_out,
-            stderr=errlog,
-            env=get_default_environment() | env,
-            start_new_session=True,
-        )
-    except BaseException:
-        for fd in (stdin_fd, stdout_fd):
-            os.close(fd)
-        raise
-    finally:
-        os.close(child_in)
-        os.close(child_out)
-    pipes = FdPipes(stdin_fd, stdout_fd)
+    process = await anyio.open_process(
+        command, env=get_default_environment() | env, stderr=errlog, start_new_session=True
+    )
+    stdin, stdout = process.stdin, process.stdout
+    assert stdin is not None and stdout is not None  # opened with pipes
 
     async def send_line(data: bytes) -> None:
-        # One write per line, whole (`FdPipes.send`): lines from the session and the lean calls never interleave.
+        # One write per line: the transport buffers it whole, so lines from the session and the lean calls never
+        # interleave; drain only applies back-pressure.
         try:
-            await pipes.send(data)
-        except Broken:
+            await stdin.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             raise closed_error() from None
 
     read_in, read_out = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -98,15 +76,15 @@ async def stdio_pipe(
         lines = LineBuffer()
         try:
             async with read_in:
-                while chunk := await pipes.read():
+                async for chunk in stdout:
                     for line in lines.feed(chunk):
                         if line.strip() and not lean.take(line):
                             await read_in.send(_parse(line))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass  # the session is gone
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass  # the session is gone, or our own shutdown closed the pipe under the read
         finally:
             lean.closed()
-            await _drain(pipes)
+            await _drain(stdout)
 
     async def writer() -> None:
         try:
@@ -125,36 +103,36 @@ async def stdio_pipe(
         lean = LeanCalls(send_line, spawn)
         tg.start_soon(reader)
         tg.start_soon(writer)
-        tg.start_soon(pipes.flush)
         try:
             yield (read_out, write_in), lean
         finally:
             with anyio.CancelScope(shield=True):
                 write_in.close()
                 read_out.close()
-                await _stop(process, pipes)
+                await _stop(process)
             tg.cancel_scope.cancel()
 
 
-async def _drain(pipes: FdPipes) -> None:
-    """Read and drop what the server still writes, so one flushing its output at exit is not blocked on a full pipe
-    (until its end, or `_stop` closes our end)."""
-    with anyio.CancelScope(shield=True):
-        while await pipes.read():
-            pass
+async def _drain(stdout: anyio.abc.ByteReceiveStream) -> None:
+    """Read and drop what the server still writes, so one flushing its output at exit is not blocked on a full pipe."""
+    with anyio.CancelScope(shield=True), suppress(Exception):
+        while True:
+            await stdout.receive()
 
 
-async def _stop(process: anyio.abc.Process, pipes: FdPipes) -> None:
+async def _stop(process: anyio.abc.Process) -> None:
     """Close stdin, wait out the grace period, then end the whole process group (MCP's shutdown sequence)."""
-    pipes.close_stdin()
+    with suppress(Exception):
+        await process.stdin.aclose()  # pyright: ignore[reportOptionalMemberAccess]
     if not await _exited(process, EXIT_GRACE_S):
         await terminate_posix_process_tree(process, EXIT_GRACE_S)
         if not await _exited(process, EXIT_GRACE_S):
             logger.warning("MCP server process %d is still alive after SIGKILL; leaving it", process.pid)
-    pipes.close_stdout()
+    with suppress(Exception):
+        await process.stdout.aclose()  # pyright: ignore[reportOptionalMemberAccess]
     transport: Any = getattr(getattr(process, "_process", None), "_transport", None)
     with suppress(Exception):
-        transport.close()  # or it warns at collection
+        transport.close()  # or it warns at collection while a descendant holds a pipe
 
 
 async def _exited(process: anyio.abc.Process, within_s: float) -> bool:
