@@ -1,5 +1,6 @@
 """The house rules `make test` holds the code to: the layering contracts (import-linter, configured in
-pyproject.toml) pass here and fail on a copy that breaks them, and no test file grows past 600 lines."""
+pyproject.toml) pass here and fail on a copy that breaks them, no test file grows past 600 lines, and every docstring
+compiles on newer Pythons."""
 
 from __future__ import annotations
 
@@ -115,3 +116,20 @@ def test_no_test_file_is_past_600_lines() -> None:
         if "node_modules" not in p.parts and (n := len(p.read_text().splitlines())) > 600
     }
     assert long == {}
+
+
+def test_every_docstring_is_text_newer_pythons_can_compile() -> None:
+    """Python 3.13 cleans docstrings at compile time and cannot when one holds a lone surrogate (a `\\ud800` escape
+    written unescaped): the package then fails to import there, though 3.11 and 3.12 take it."""
+    import ast
+
+    bad = []
+    for path in [*(ROOT / "mcp_harness").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(node, clean=False)
+                try:
+                    (doc or "").encode("utf-8")
+                except UnicodeEncodeError:
+                    bad.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 1)}")
+    assert bad == []

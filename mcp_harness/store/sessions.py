@@ -96,7 +96,7 @@ def _event(row: Any, resolver: payloads.Resolver) -> EventRecord:
 
 
 def _encoded(payload: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """The event as stored and its CBOR. JSON can carry a lone surrogate (a `\ud800` escape in a verb's input or a
+    """The event as stored and its CBOR. JSON can carry a lone surrogate (a `\\ud800` escape in a verb's input or a
     model's reply) that UTF-8 cannot: such an event is stored with U+FFFD in its place rather than lost, whoever
     appends it. Only an event that fails to encode pays for the walk."""
     try:
