@@ -130,7 +130,18 @@ async def serving(
     import anyio
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan))
+    # force_exit skips waiting for open connections, but on Python 3.12+ uvicorn's shutdown still awaits the
+    # listening server's `wait_closed`, which now waits for every connection, an open stream (a console tab's
+    # live feed) included: bounded as `serve_http`'s own shutdown is.
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan=lifespan,
+        timeout_graceful_shutdown=1 if force_exit else None,
+    )
+    server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve)
         with anyio.fail_after(10):
