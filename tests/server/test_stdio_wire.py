@@ -235,3 +235,27 @@ async def test_a_refused_line_carrying_a_live_requests_id_leaves_that_request_ow
     assert writer.owed == {"slow"}  # the refusal is no answer to the ping
     for fd in (r, w, out_r, out_w):
         os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ({"resultType": "complete"}, "no content: the sieve would pass it as another result type, emptied"),
+        ({"content": [{"type": "text"}], "resultType": "complete"}, "a text block without its text"),
+    ],
+)
+async def test_an_answer_that_is_not_a_call_result_is_an_internal_error_not_an_empty_reply(
+    answer: dict[str, Any], why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def handler(name: str, arguments: dict[str, object]) -> dict[str, Any]:
+        return answer
+
+    request = types.JSONRPCRequest(jsonrpc="2.0", id=7, method="tools/call", params={"name": "read", "arguments": {}})
+    with caplog.at_level(logging.ERROR):
+        line = await _calls(handler).reply(request, "2026-07-28", {})
+    assert json.loads(line) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32603, "message": "Handler returned an invalid result"},
+    }, why
+    assert any("not a" in r.getMessage() and "result" in r.getMessage() for r in caplog.records)
