@@ -10,7 +10,6 @@ This package and `resources/` are the only ones that know MCP. Binding rules (DE
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
@@ -125,28 +124,25 @@ def tool_result(result: VerbResult, request: Any) -> types.CallToolResult:
     """A verb's answer as the client sees it: its text and images, or an upstream server's own content blocks
     unchanged; its structured form; its `_meta` (MCP Apps' view link) and an upstream tool's `isError`."""
     if result.content is not None:
-        content: list[types.ContentBlock] = [_content_block(block) for block in result.content]
-    else:
-        content = [types.TextContent(type="text", text=result.text), *image_content(result, request)]
+        return types.CallToolResult.model_validate(_upstream_fields(result))
     return types.CallToolResult(
-        content=content,
-        # An upstream's answer carries its own structured content, or none (`data` is then empty): never ours.
-        structured_content=_structured(result) if result.content is None or result.data else None,
+        content=[types.TextContent(type="text", text=result.text), *image_content(result, request)],
+        structured_content=_structured(result),
         is_error=result.is_error,
         _meta=result.meta,
     )
 
 
-def _content_block(block: dict[str, Any]) -> types.ContentBlock:
-    return _content_adapter().validate_python(block)
-
-
-@functools.cache
-def _content_adapter() -> Any:
-    """Built once: a TypeAdapter costs a schema build, which every upstream result would otherwise pay (issue 20)."""
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(types.ContentBlock)
+def _upstream_fields(result: VerbResult) -> dict[str, Any]:
+    """An upstream's answer (`result.content` set) in its wire form: the blocks as they came, its `isError` and
+    `_meta`, and its own structured content or none (`data` is then empty): never ours."""
+    assert result.content is not None
+    fields: dict[str, Any] = {"content": list(result.content), "isError": result.is_error, "resultType": "complete"}
+    if result.data:
+        fields["structuredContent"] = _structured(result)
+    if result.meta is not None:
+        fields["_meta"] = result.meta
+    return fields
 
 
 def _call_result(
@@ -164,12 +160,7 @@ def call_result_fields(verb: str, result: VerbResult | None, error: HarnessError
     """`_call_result`'s answer in its wire form, for `WireCalls` to hand the SDK's serializer (which validates it).
     An upstream's blocks go as they are: the models `tool_result` builds would only be dumped again (issue 20)."""
     if error is None and result is not None and result.content is not None and verb not in apps.VIEWED_VERBS:
-        fields: dict[str, Any] = {"content": list(result.content), "isError": result.is_error, "resultType": "complete"}
-        if result.data:  # as `tool_result`: an upstream's own structured content, or none
-            fields["structuredContent"] = _structured(result)
-        if result.meta is not None:
-            fields["_meta"] = result.meta
-        return fields
+        return _upstream_fields(result)
     return _call_result(verb, result, error, None).model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
