@@ -4,6 +4,7 @@ compiles on newer Pythons."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -121,8 +122,6 @@ def test_no_test_file_is_past_600_lines() -> None:
 def test_every_docstring_is_text_newer_pythons_can_compile() -> None:
     """Python 3.13 cleans docstrings at compile time and cannot when one holds a lone surrogate (a `\\ud800` escape
     written unescaped): the package then fails to import there, though 3.11 and 3.12 take it."""
-    import ast
-
     bad = []
     for path in [*(ROOT / "mcp_harness").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
