@@ -5,12 +5,14 @@ the config file, as a user points the command at a shared database."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 
 from mcp_harness.cli import run_queries
+from mcp_harness.store._util import now_ms
 from tests.cli.clikit import run
 from tests.store.harnesskit import BACKENDS, harness_on
 
@@ -30,6 +32,10 @@ def test_run_queries_and_the_commands_over_them(
             account_id=h.account_id, title="child", origin="agent", agent_id=agent.id, parent_run_id=root.id
         )
         grandchild = enqueue(account_id=h.account_id, title="g", origin="agent", parent_run_id=child.id)
+        # Newest first is by the millisecond, and runs of one millisecond fall in id order, which is random: the
+        # script is enqueued a tick later, so it is the newer whatever the box's speed.
+        while now_ms() <= root.created_at:
+            time.sleep(0.001)
         script = enqueue(
             account_id=h.account_id,
             kind="workflow",
