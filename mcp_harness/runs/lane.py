@@ -24,6 +24,13 @@ A call asked `first` (the pump's claims, a run's first model request) goes ahead
 claimed early start their model calls while later siblings are still being spawned. A cancelled caller whose call was
 not taken yet removes it (it never runs); a call already taken runs to its end, and the cancellation is delivered
 after, as for a call on a thread of its own.
+
+A batch call (`call_batch`) names a function over a list of items: the calls of that function waiting in line when
+the first of them is taken run as one call over all their items (up to `MAX_BATCH`), each caller getting its item's
+result. Why: in a fan-out the ten leaves of a parent end together, and each paid the parent's side of its settle
+(the parent's status, its answered calls, an append to its session, a roll-up of its usage) alone; as one batch
+that is paid once per parent. If the batch raises, it is run again item by item, so a bad item fails alone: a batch
+function must do all its writes in its own transaction (rolled back when it raises) and be safe to run again then.
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ T = TypeVar("T")
 
 MAX_GROUP = 32
 """At most this many calls share a commit."""
+MAX_BATCH = 64
+"""At most this many items in one run of a batch function."""
 GROUP_S = 0.01
 """A group takes no more calls once it has run this long: its first caller waits for the whole group, so this bounds
 what grouping adds to a call's latency (a commit costs about a millisecond here)."""
@@ -79,12 +88,37 @@ class _Call:
     error: BaseException | None = None
     waiter: anyio.Event | None = None
     """A cancelled caller's wait for its taken call to finish."""
+    batch: bool = False
+    """`fn` takes a list of items (`args[0]` is this call's) and returns a list of their results (`call_batch`)."""
+    peers: list[_Call] | None = None
+    """A batch call's companions, taken with it: `fn` runs once over all their items (on this call's context)."""
 
     def run(self) -> None:
+        if self.batch:
+            self._run_batch()
+            return
         try:
             self.value = self.context.run(self.fn, *self.args)
         except Exception as exc:  # handed to its caller, as a call on a thread of its own would raise it
             self.error = exc
+
+    def _run_batch(self) -> None:
+        calls = [self, *(self.peers or ())]
+        try:
+            values = self.context.run(self.fn, [c.args[0] for c in calls])
+        except Exception as exc:
+            if len(calls) == 1:
+                self.error = exc
+                return
+            # The batch rolled back whole; item by item, only the bad one fails. Each on its own caller's context.
+            for call in calls:
+                try:
+                    call.value = call.context.run(self.fn, [call.args[0]])[0]
+                except Exception as one:
+                    call.error = one
+            return
+        for call, value in zip(calls, values, strict=True):
+            call.value = value
 
     def answer(self) -> None:
         """On the caller's loop: hand over the result (or error) and wake whoever waits."""
@@ -133,9 +167,17 @@ class StoreLane:
 
     async def call(self, fn: Callable[..., T], *args: Any, first: bool = False) -> T:
         """`fn(*args)` on the lane. `first` puts it ahead of the calls still waiting (not of a group under way)."""
+        return await self._queue(fn, args, first=first, batch=False)
+
+    async def call_batch(self, fn: Callable[[list[Any]], list[T]], item: Any) -> T:
+        """`fn([item, …])[i]`: `item` run with whichever other items of `fn` wait in line when it is taken (see the
+        module). `fn` must be one object for them all (a bound method compares equal to itself)."""
+        return await self._queue(fn, (item,), first=False, batch=True)
+
+    async def _queue(self, fn: Callable[..., Any], args: tuple[Any, ...], *, first: bool, batch: bool) -> Any:
         await anyio.lowlevel.checkpoint_if_cancelled()
         loop = asyncio.get_running_loop()
-        call = _Call(fn, args, contextvars.copy_context(), loop, loop.create_future())
+        call = _Call(fn, args, contextvars.copy_context(), loop, loop.create_future(), batch=batch)
         line = self._first if first else self._pending
         with self._lock:
             line.append(call)
@@ -190,9 +232,21 @@ class StoreLane:
             call = line.popleft()
             call.taken = True
             group.append(call)
+            if call.batch:
+                call.peers = self._peers_of(call, line)
+                group += call.peers
             self._serial += 1
             _here.at = (self, self._serial)  # the call runs next, on this thread
             return call
+
+    @staticmethod
+    def _peers_of(lead: _Call, line: deque[_Call]) -> list[_Call]:
+        """The calls of `lead`'s batch function waiting in `line`, taken out of it (under the lock)."""
+        peers = [c for c in line if c.batch and c.fn == lead.fn][: MAX_BATCH - 1]
+        for peer in peers:
+            line.remove(peer)
+            peer.taken = True
+        return peers
 
     def _run(self, group: list[_Call]) -> None:
         """A lone call as it is; when more wait, they and what arrives while they run (up to `GROUP_S` or
@@ -237,4 +291,4 @@ class StoreLane:
                 pass
 
 
-__all__ = ["MAX_GROUP", "StoreLane", "position"]
+__all__ = ["MAX_BATCH", "MAX_GROUP", "StoreLane", "position"]

@@ -173,3 +173,98 @@ async def test_the_lanes_thread_ends_when_idle_and_a_later_call_starts_another(
     assert lane._thread is None  # pyright: ignore[reportPrivateUsage]
     assert await lane.call(_insert, db, "two") == "two"
     assert _rows(db) == ["one", "two"]
+
+
+class _Inserts:
+    """A batch function: inserts its items in one transaction, failing whole on an item named 'bad'."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.runs: list[list[str]] = []
+
+    def __call__(self, items: list[str]) -> list[str]:
+        self.runs.append(list(items))
+        with self.db.transaction() as conn:
+            for x in items:
+                conn.execute("INSERT INTO lane_test (x) VALUES (?)", (x,))
+                if x == "bad":
+                    raise ValueError("bad failed")
+        return [x.upper() for x in items]
+
+
+@pytest.mark.anyio
+async def test_batch_calls_waiting_together_run_as_one_call_and_each_gets_its_result(db: Database) -> None:
+    lane = _lane(db)
+    inserts = _Inserts(db)
+    gate = _Gate()
+    results: dict[str, Any] = {}
+
+    async def submit(x: str) -> None:
+        results[x] = await lane.call_batch(inserts, x)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lane.call, gate)
+        await gate.held()
+        for x in ("a", "b", "c"):
+            tg.start_soon(submit, x)
+            await wait_all_tasks_blocked()
+        tg.start_soon(lane.call, _insert, db, "plain")  # another function's call: not in the batch
+        await wait_all_tasks_blocked()
+        tg.start_soon(submit, "d")  # behind the plain call, still taken with the batch
+        await wait_all_tasks_blocked()
+        gate.opened.set()
+
+    assert inserts.runs == [["a", "b", "c", "d"]]
+    assert results == {"a": "A", "b": "B", "c": "C", "d": "D"}
+    assert _rows(db) == ["a", "b", "c", "d", "plain"]
+
+
+@pytest.mark.anyio
+async def test_a_failing_batch_runs_again_item_by_item_and_only_the_bad_item_fails(db: Database) -> None:
+    lane = _lane(db)
+    inserts = _Inserts(db)
+    gate = _Gate()
+    results: dict[str, Any] = {}
+
+    async def submit(x: str) -> None:
+        try:
+            results[x] = await lane.call_batch(inserts, x)
+        except ValueError as exc:
+            results[x] = exc
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lane.call, gate)
+        await gate.held()
+        for x in ("a", "bad", "c"):
+            tg.start_soon(submit, x)
+            await wait_all_tasks_blocked()
+        gate.opened.set()
+
+    assert inserts.runs == [["a", "bad", "c"], ["a"], ["bad"], ["c"]]
+    assert results["a"] == "A" and results["c"] == "C"
+    assert isinstance(results["bad"], ValueError) and str(results["bad"]) == "bad failed"
+    assert _rows(db) == ["a", "c"]  # the whole first run rolled back, the bad item's own run too
+
+
+@pytest.mark.anyio
+async def test_a_batch_call_alone_runs_as_a_batch_of_one(db: Database) -> None:
+    lane = _lane(db)
+    inserts = _Inserts(db)
+    assert await lane.call_batch(inserts, "x") == "X"
+    assert inserts.runs == [["x"]] and _rows(db) == ["x"]
+
+
+@pytest.mark.anyio
+async def test_a_batch_takes_at_most_max_batch_items(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lane_module, "MAX_BATCH", 2)
+    lane = _lane(db)
+    inserts = _Inserts(db)
+    gate = _Gate()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lane.call, gate)
+        await gate.held()
+        for x in ("a", "b", "c"):
+            tg.start_soon(lane.call_batch, inserts, x)
+            await wait_all_tasks_blocked()
+        gate.opened.set()
+    assert inserts.runs == [["a", "b"], ["c"]]
