@@ -21,7 +21,7 @@ from mcp_harness.definition import AgentDefinition
 from mcp_harness.errors import BadRequest, HarnessError
 from mcp_harness.grants import narrowed
 from mcp_harness.models.wire import Message, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolSpec
-from mcp_harness.runs import Canceled, Failed, Outcome, Parked, Succeeded
+from mcp_harness.runs import Canceled, Failed, Outcome, Parked, Succeeded, settle_batch
 from mcp_harness.runs.images import with_images
 from mcp_harness.runs.outcomes import INTERRUPTED
 from mcp_harness.runs.prompt import (
@@ -43,6 +43,8 @@ from mcp_harness.verbs.plan import TERMINAL
 from mcp_harness.verbs.schema_subset import value_errors
 
 if TYPE_CHECKING:
+    from sqlite3 import Connection
+
     from mcp_harness.services import Services, Stores
     from mcp_harness.store.agents import AgentRecord
     from mcp_harness.store.runs import RunRecord
@@ -247,7 +249,7 @@ class AgentExecutor:
                 response: ModelResponse = await client.complete(request)
             except ProviderError as exc:
                 return Failed(code=exc.code, message=exc.message, retryable=exc.retryable, http_status=exc.http_status)
-            await engine.offload(self._record_reply, turn, response)  # also computes `turn.owed`
+            await engine.offload_batch(self._record_replies, (turn, response))  # also computes `turn.owed`
             if not response.tool_calls:
                 return None
             calls = response.tool_calls
@@ -284,12 +286,22 @@ class AgentExecutor:
                 if parked:
                     return Parked({"reason": "children", "toolCallIds": spawned})
 
-    def _record_reply(self, turn: Turn, response: ModelResponse) -> None:
-        """The reply and its usage in one trip and one transaction (usage accumulates on the run, HARNESS §8).
+    def _record_replies(self, replies: list[tuple[Turn, ModelResponse]]) -> list[None]:
+        """Replies of several runs (`offload_batch`: those waiting in the lane together), each with its usage, in
+        one trip and one transaction (usage accumulates on the run, HARNESS §8).
 
-        A reply that calls nothing, with nothing owed, ends the run: its success commits in the same transaction
+        A reply that calls nothing, with nothing owed, ends its run: its success commits in the same transaction
         (`RunEngine.settle_now`), and with it the result's delivery to the parent (`settled`), so the run's last
-        write is its terminal commit and a crash cannot land between the two."""
+        write is its terminal commit and a crash cannot land between the two. The deliveries and usage roll-ups of
+        runs ending in one batch are made once per parent at its end (`settle_batch`, `roll_ups_grouped`): a fan-out's
+        siblings end together. Safe to run again after a rollback: what it sets on a turn it sets again."""
+        h = self.services
+        with h.db.transaction() as conn, settle_batch.grouped(h), h.runs.roll_ups_grouped(conn):
+            for turn, response in replies:
+                self._record_reply(conn, turn, response)
+        return [None] * len(replies)
+
+    def _record_reply(self, conn: Connection, turn: Turn, response: ModelResponse) -> None:
         h = self.services
         run = turn.run
         assert run.session_id is not None
@@ -301,25 +313,25 @@ class AgentExecutor:
         }
         event = {"type": "message", "role": "assistant", "content": response.text, "meta": meta}
         spent = usage if any(usage.values()) else None
-        with h.db.transaction() as conn:
-            # A replica that lost this run (it was taken over after this one was judged dead) must not add its reply
-            # to a conversation the new holder now runs: the check rolls the whole write back.
-            require_lease(conn, run.id, "reply")
-            h.sessions.append_within(conn, run.session_id, event, "agent")
-            turn.last_text = response.text or turn.last_text
-            turn.owed = [] if response.tool_calls else self._owed(turn)
-            # The last reply's usage rides on the terminal write: one update of the run's row, not two.
-            if not response.tool_calls and not turn.owed:
-                if h.engine.settle_now(run.id, self._success(turn), usage=spent) is not None:
-                    spent = None
-            if spent is not None:
-                h.runs.add_usage(run.id, spent)
+        # A replica that lost this run (it was taken over after this one was judged dead) must not add its reply to
+        # a conversation the new holder now runs: the check rolls the whole write back.
+        require_lease(conn, run.id, "reply")
+        h.sessions.append_within(conn, run.session_id, event, "agent")
+        turn.last_text = response.text or turn.last_text
+        turn.owed = [] if response.tool_calls else self._owed(turn)
+        # The last reply's usage rides on the terminal write: one update of the run's row, not two.
+        if not response.tool_calls and not turn.owed:
+            if h.engine.settle_now(run.id, self._success(turn), usage=spent) is not None:
+                spent = None
+        if spent is not None:
+            h.runs.add_usage(run.id, spent)
 
     def settled(self, run: RunRecord) -> None:
         """The engine's terminal effects (see `Executor`): in the terminal commit's own transaction, settle the
         parent's plan step and deliver the result to the parent, requeueing it when this was its last child."""
         settle_plan_step(self.services, run)
-        deliver_within(self.services, run)  # the engine's savepoint around this is the delivery's
+        if not settle_batch.hold(run):  # in a batch of replies: delivered with its siblings at the batch's end
+            deliver_within(self.services, run)  # the engine's savepoint around this is the delivery's
 
     def _park_unless_answered(self, turn: Turn, call_ids: list[str]) -> bool:
         """Park on the children in one transaction with the check, so a child finishing right now is never lost."""

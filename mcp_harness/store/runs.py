@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
@@ -20,7 +21,6 @@ from mcp_harness.runs.outcomes import Canceled, Failed, Outcome, Parked, Succeed
 from mcp_harness.runs.policy import (
     RETRY_BASE_MS,
     RETRY_CAP_MS,
-    is_zero,
     park_wake_at,
     plus,
     retry_delay_ms,
@@ -28,7 +28,7 @@ from mcp_harness.runs.policy import (
     usage_delta,
 )
 from mcp_harness.runs.records import LIVE, TERMINAL, RunKind, RunOrigin, RunQueue, RunRecord, RunStatus, continued_as
-from mcp_harness.store import dialect
+from mcp_harness.store import dialect, run_usage
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.batch import insert_rows
 from mcp_harness.store.db import Database
@@ -497,7 +497,7 @@ class RunStore(RunClaims, RunLeases):
         ).fetchone()
         if row["status"] in TERMINAL and row["parent_run_id"] is not None:
             # Tokens reported after the terminal commit (a canceled turn's last response) still belong to the tree.
-            self._roll_up(conn, row["parent_run_id"], delta, runs=0)
+            run_usage.roll_up(conn, row["parent_run_id"], delta, runs=0)
         return after
 
     # -- helpers -----------------------------------------------------------------------------------------------------
@@ -549,29 +549,13 @@ class RunStore(RunClaims, RunLeases):
         )
         if done.parent_run_id is not None:
             usage = done.usage or {}
-            self._roll_up(conn, done.parent_run_id, plus(tokens(usage), tokens(usage.get("children"))), runs=1)
+            run_usage.child_ended(conn, done.parent_run_id, plus(tokens(usage), tokens(usage.get("children"))))
         return done
 
-    @staticmethod
-    def _roll_up(conn: sqlite3.Connection, parent_id: str | None, delta: Mapping[str, int], *, runs: int) -> None:
-        """Add `delta` to the parent's `usage.children` (and `runs` to its count). A parent that is itself already
-        terminal has rolled up once, so the delta travels on to every ancestor to keep each block a true sum."""
-        while parent_id is not None and (runs or not is_zero(delta)):
-            row = conn.execute(
-                "SELECT usage_cbor, status, parent_run_id FROM runs WHERE id = ?", (parent_id,)
-            ).fetchone()
-            if row is None:
-                return
-            usage = load_cbor(row["usage_cbor"]) or {}
-            children = usage.get("children") or {}
-            block: dict[str, Any] = {**plus(tokens(children), delta), "runs": int(children.get("runs") or 0) + runs}
-            updated = {**tokens(usage), **usage, "children": block}
-            conn.execute(
-                "UPDATE runs SET usage_cbor = ?, updated_at = ? WHERE id = ?", (dump_cbor(updated), now_ms(), parent_id)
-            )
-            if row["status"] not in TERMINAL:
-                return
-            parent_id, runs = row["parent_run_id"], 0
+    def roll_ups_grouped(self, conn: sqlite3.Connection) -> AbstractContextManager[None]:
+        """Inside, in `conn`'s open transaction: terminal commits hold their roll-up into the parent's usage, and at
+        the end each parent gets one, of all its children's (`run_usage.grouped`)."""
+        return run_usage.grouped(conn)
 
 
 __all__ = [

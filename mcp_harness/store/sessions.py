@@ -190,6 +190,16 @@ class SessionStore:
             row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return None if row is None else row[0]
 
+    def parents_of(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """`parent_of` for several sessions in one read: each one's parent, for those that have one."""
+        marks = ",".join("?" * len(session_ids))
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                f"SELECT id, parent_session_id FROM sessions WHERE id IN ({marks}) AND parent_session_id IS NOT NULL",
+                tuple(session_ids),
+            ).fetchall()
+        return {row[0]: row[1] for row in rows}
+
     def find(self, session_id: str) -> SessionRecord | None:
         with self.db.reading() as conn:
             row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
