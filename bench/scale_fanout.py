@@ -35,6 +35,7 @@ from mcp import Client
 from mcp_harness.config import load_settings
 from mcp_harness.harness import Harness
 from mcp_harness.server import build_server
+from mcp_harness.server.process import tune_after_startup
 
 WIDTH = 10
 LEAF_DELAY_MS = 200
@@ -80,7 +81,9 @@ async def measure(limit: int, rounds: int) -> tuple[float, float, float, int]:
         settings = load_settings(data_dir=Path(tmp) / "data", providers=providers, runs={"max_agent_runs": limit})
         harness = Harness(settings)
         try:
-            async with Client(build_server(harness), mode="legacy") as client:
+            server = build_server(harness)
+            tune_after_startup()  # as `serve` does once its server is built (server/process.py)
+            async with Client(server, mode="legacy") as client:
                 await timed(client, "Work alone")
                 await timed(client, "Fan out wide")  # warm
                 alone: list[float] = []
