@@ -1,7 +1,7 @@
 """Siblings that end together settle as one batch (runs/settle_batch.py): their last replies run as one lane call,
 the parent gets all their results in one append with one requeue and one roll-up of their usage; a batch that fails
 is run again child by child; and a failed delivery leaves the children's terminal commits standing. Driven through
-the SDK client, the real engine and its lane, real SQLite."""
+the SDK client, the real engine and its lane, on each backend (real SQLite, real PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,19 @@ from mcp_harness.models.wire import ModelRequest, ModelResponse
 from mcp_harness.runs import Parked, Succeeded, settle_batch
 from mcp_harness.runs.agent import AgentExecutor
 from mcp_harness.server import build_server
+from tests.store.pgkit import cluster
 
 WIDTH = 3
+
+
+@pytest.fixture(autouse=True, params=["sqlite", "postgres"])
+def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every harness a test opens takes its store from `MCP_HARNESS_STORE_URL` (as the trigger suites do)."""
+    if request.param == "postgres":
+        monkeypatch.setenv("MCP_HARNESS_STORE_URL", cluster(request).new_database(migrated=True))
+    else:
+        monkeypatch.delenv("MCP_HARNESS_STORE_URL", raising=False)
+    return str(request.param)
 
 
 @pytest.fixture
