@@ -48,6 +48,8 @@ def track(
     opened: list[tuple[Any, ...]] = []
     """Consecutive calls, inserted in one statement (a reply's ten delegate calls: one, not ten) before whatever
     follows them, so rows change in log order."""
+    closed: list[str] = []
+    """Consecutive results, deleted in one statement (a parent's ten children delivered together: one, not ten)."""
     for i, (payload, actor, seq) in enumerate(appended):
         if payload["type"] == "tool_call":
             call_id = payload["id"]
@@ -56,15 +58,22 @@ def track(
             if not touched:
                 instances.touch(conn, [instance])  # pyright: ignore[reportArgumentType]  (typed sqlite3's still)
                 touched = True
+            _delete(conn, session_id, closed)
+            closed = []
             opened.append((session_id, call_id, seq, str(payload.get("name") or ""), actor, instance, ts))
         elif payload["type"] == "tool_result":
             _insert(conn, opened)
             opened = []
-            conn.execute(
-                "DELETE FROM open_calls WHERE session_id = ? AND call_id = ?",
-                (session_id, str(payload.get("toolCallId") or "")),
-            )
+            closed.append(str(payload.get("toolCallId") or ""))
     _insert(conn, opened)
+    _delete(conn, session_id, closed)
+
+
+def _delete(conn: Connection, session_id: str, call_ids: Sequence[str]) -> None:
+    for start in range(0, len(call_ids), CHUNK):
+        part = call_ids[start : start + CHUNK]
+        marks = ", ".join("?" * len(part))
+        conn.execute(f"DELETE FROM open_calls WHERE session_id = ? AND call_id IN ({marks})", (session_id, *part))
 
 
 def _insert(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
