@@ -27,6 +27,10 @@ BUSY_TIMEOUT_MS = 10_000
 _WAIT_FOR_WRITERS = f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}"
 
 
+TEMP_IN_MEMORY = "PRAGMA temp_store=MEMORY"
+TEMP_IN_FILES = "PRAGMA temp_store=FILE"
+
+
 class _Busy(Exception):
     """Another process holds the write lock (only raised where the caller asked not to wait for it)."""
 
@@ -68,6 +72,13 @@ class Database:
         self._checkpointer = Checkpointer(path)
         with self._lock:
             migrate(self._conn)
+            # After the migrations (whose index builds may sort a whole table): savepoint journals in memory. The
+            # store lane runs a group's calls as savepoints of one transaction, and each page a savepoint changes
+            # is copied to its journal, which spills to a temporary file past 64 KiB; in a wide fan-out those
+            # writes were a third of each write statement's cost (issue 15). A journal holds the pages one
+            # transaction changes, and those are bounded (gc deletes in batches); a full VACUUM, whose copy of the
+            # database this would put in memory too, goes back to files (`store/retention.py`).
+            self._conn.execute(TEMP_IN_MEMORY)
         self.instance_id = new_id()
         """Who opens the tool calls this connection logs (`store/instances.py`): alive until `close`."""
         instances.here(self.instance_id)

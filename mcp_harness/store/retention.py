@@ -34,7 +34,7 @@ import cbor2
 from mcp_harness.runs.records import LIVE, TERMINAL
 from mcp_harness.store import payloads
 from mcp_harness.store._util import iso_time, now_ms
-from mcp_harness.store.db import Database
+from mcp_harness.store.db import TEMP_IN_FILES, TEMP_IN_MEMORY, Database
 from mcp_harness.store.dialect import backend
 
 if TYPE_CHECKING:
@@ -321,7 +321,11 @@ def _vacuum(db: Database) -> str:
             mode = "incremental"
         else:
             conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-            conn.execute("VACUUM")
+            conn.execute(TEMP_IN_FILES)  # VACUUM copies the whole database through temporary storage: on disk
+            try:
+                conn.execute("VACUUM")
+            finally:
+                conn.execute(TEMP_IN_MEMORY)
             mode = "full"
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return mode

@@ -185,8 +185,21 @@ def test_a_dry_run_reports_what_gc_then_does_and_changes_nothing(harness: Harnes
 
 def test_the_first_gc_turns_on_incremental_vacuum_and_later_ones_use_it(harness: Harness, session_id: str) -> None:
     _history(harness, session_id, 50, distinct=True)
-    first = collect(harness.db, _policy(keep=1), now=_later())
+    statements: list[str] = []
+    with harness.db.reading() as conn:
+        assert conn.execute("PRAGMA temp_store").fetchone()[0] == 2  # savepoint journals in memory (store/db.py)
+        conn.set_trace_callback(statements.append)
+    try:
+        first = collect(harness.db, _policy(keep=1), now=_later())
+    finally:
+        with harness.db.reading() as conn:
+            conn.set_trace_callback(None)
     assert first.vacuum == "full" and first.file_bytes_after < first.file_bytes_before
+    # The full VACUUM copies the database through temporary storage: on disk, not in memory; memory again after.
+    at = statements.index("VACUUM")
+    assert statements[at - 1] == "PRAGMA temp_store=FILE" and statements[at + 1] == "PRAGMA temp_store=MEMORY"
+    with harness.db.reading() as conn:
+        assert conn.execute("PRAGMA temp_store").fetchone()[0] == 2
     _history(harness, session_id, 50, distinct=True)
     second = collect(harness.db, _policy(keep=1), now=_later())
     assert second.vacuum == "incremental"
