@@ -54,7 +54,14 @@ def grouped(host: RunHost) -> Iterator[None]:
         yield
     finally:
         _held.reset(token)
-    deliver_all(host, held)
+    if held:
+        _guarded(held[0].id, lambda: _in_savepoint(host, held))
+
+
+def _in_savepoint(host: RunHost, held: list[RunRecord]) -> None:
+    # A failed statement must not poison the batch's transaction (PostgreSQL aborts it): a savepoint around all.
+    with host.db.transaction():
+        deliver_all(host, held)
 
 
 def deliver_all(host: RunHost, children: list[RunRecord]) -> None:
