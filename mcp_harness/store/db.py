@@ -67,7 +67,7 @@ class Database:
         self._version: int | None = None
         """`data_version` as read in that transaction, once it has been: no one else can commit meanwhile."""
         self._depth = 0
-        self._after_commit: list[tuple[int, Callable[[], None]]] = []
+        self._after_commit: list[Callable[[], None]] = []
         self._commit_listeners: list[Callable[[], None]] = []
         self._checkpointer = Checkpointer(path)
         with self._lock:
@@ -112,20 +112,21 @@ class Database:
             # Nested use joins the outer transaction under a savepoint, so helpers compose into one atomic
             # change and a failed inner step (caught by the caller) leaves nothing half-done behind it.
             self._depth += 1
-            depth = self._depth
-            name = f"nested_{depth}"
+            name = f"nested_{self._depth}"
+            # What this savepoint registers is what is appended after this mark: dropped if it rolls back, else
+            # left where it is, to stand or fall with the savepoint (or transaction) around it. (Rewriting the
+            # list at each release cost a lane group of a hundred settles quadratic time.)
+            mark = len(self._after_commit)
             conn.execute(f"SAVEPOINT {name}")
             try:
                 yield conn
             except BaseException:
                 conn.execute(f"ROLLBACK TO {name}")
                 conn.execute(f"RELEASE {name}")
-                self._after_commit = [(d, fn) for d, fn in self._after_commit if d < depth]
+                del self._after_commit[mark:]
                 raise
             else:
                 conn.execute(f"RELEASE {name}")
-                # What this savepoint registered now stands or falls with the one around it.
-                self._after_commit = [(min(d, depth - 1), fn) for d, fn in self._after_commit]
             finally:
                 self._depth -= 1
             return
@@ -160,7 +161,7 @@ class Database:
             self._version = None
         self._checkpointer.committed()
         callbacks, self._after_commit = self._after_commit, []
-        for _, fn in callbacks:
+        for fn in callbacks:
             fn()
         for fn in tuple(self._commit_listeners):
             fn()
@@ -179,7 +180,7 @@ class Database:
             if not self._conn.in_transaction:
                 fn()
                 return
-            self._after_commit.append((self._depth, fn))
+            self._after_commit.append(fn)
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

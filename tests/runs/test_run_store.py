@@ -147,14 +147,29 @@ def test_after_commit_runs_once_the_outermost_transaction_commits(db: Database) 
             raise ValueError
         with pytest.raises(ValueError), db.transaction():  # a sibling savepoint's rollback drops only its own
             raise ValueError
+        with pytest.raises(ValueError), db.transaction():  # a released savepoint falls with the one around it
+            db.after_commit(lambda: seen.append("in a savepoint that rolls back"))
+            with db.transaction():
+                db.after_commit(lambda: seen.append("released inside a savepoint that rolls back"))
+            raise ValueError
+        with db.transaction():
+            with db.transaction():
+                db.after_commit(lambda: seen.append("two levels down, both released"))
+            with pytest.raises(ValueError), db.transaction():
+                raise ValueError
         db.after_commit(lambda: seen.append("outer"))
         assert seen == []
-    assert seen == ["kept by a released savepoint", "outer"]
+    assert seen == ["kept by a released savepoint", "two levels down, both released", "outer"]
     with pytest.raises(ValueError), db.transaction():
         db.after_commit(lambda: seen.append("rolled back transaction"))
         raise ValueError
     db.after_commit(lambda: seen.append("no transaction: at once"))
-    assert seen == ["kept by a released savepoint", "outer", "no transaction: at once"]
+    assert seen == [
+        "kept by a released savepoint",
+        "two levels down, both released",
+        "outer",
+        "no transaction: at once",
+    ]
 
 
 def test_boot_sweep_requeues_claimed_and_running_runs_keeping_the_attempt(store: RunStore) -> None:
