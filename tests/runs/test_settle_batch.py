@@ -21,19 +21,15 @@ from mcp_harness.models.wire import ModelRequest, ModelResponse
 from mcp_harness.runs import Parked, Succeeded, settle_batch
 from mcp_harness.runs.agent import AgentExecutor
 from mcp_harness.server import build_server
-from tests.store.pgkit import cluster
+from tests.store.pgkit import store_backend_fixture  # noqa: F401  (the store_backend fixture)
 
 WIDTH = 3
 
 
-@pytest.fixture(autouse=True, params=["sqlite", "postgres"])
-def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+@pytest.fixture(autouse=True)
+def both_backends(store_backend: str) -> str:
     """Every harness a test opens takes its store from `MCP_HARNESS_STORE_URL` (as the trigger suites do)."""
-    if request.param == "postgres":
-        monkeypatch.setenv("MCP_HARNESS_STORE_URL", cluster(request).new_database(migrated=True))
-    else:
-        monkeypatch.delenv("MCP_HARNESS_STORE_URL", raising=False)
-    return str(request.param)
+    return store_backend
 
 
 @pytest.fixture

@@ -2,9 +2,10 @@
 
 One cluster per test session, started on first use: `initdb` in a temp dir (as a non-root user when the tests run as
 root — initdb refuses root), listening on a Unix socket only, fsync off (nothing here must survive a crash of the
-machine). Test modules import the fixtures `any_db_fixture` (as `any_db`: each backend in turn) and `pg_cluster_fixture`
-(as `pg_cluster`). Every test gets a fresh database cloned from a migrated template, which costs one `CREATE DATABASE`
-instead of twenty migrations. The cluster stops and its directory goes when the session ends.
+machine). Test modules import the fixtures `any_db_fixture` (as `any_db`: each backend in turn),
+`store_backend_fixture` (as `store_backend`: each backend for the harnesses a test opens) and `pg_cluster_fixture`
+(as `pg_cluster`). Every test gets a fresh database cloned from a migrated template, which costs one `CREATE
+DATABASE` instead of twenty migrations. The cluster stops and its directory goes when the session ends.
 """
 
 from __future__ import annotations
@@ -130,6 +131,18 @@ def _stop() -> None:
 @pytest.fixture(scope="session", name="pg_cluster")
 def pg_cluster_fixture(request: pytest.FixtureRequest) -> Cluster:
     return cluster(request)
+
+
+@pytest.fixture(params=["sqlite", "postgres"], name="store_backend")
+def store_backend_fixture(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each backend in turn for every harness the test opens: `MCP_HARNESS_STORE_URL` unset for SQLite, a fresh
+    migrated database of the session's cluster for PostgreSQL. A suite takes it with `autouse` (an import and a
+    fixture of its own that asks for it)."""
+    if request.param == "postgres":
+        monkeypatch.setenv("MCP_HARNESS_STORE_URL", cluster(request).new_database(migrated=True))
+    else:
+        monkeypatch.delenv("MCP_HARNESS_STORE_URL", raising=False)
+    return str(request.param)
 
 
 @pytest.fixture(params=["sqlite", "postgres"], name="any_db")

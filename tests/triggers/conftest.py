@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.store.pgkit import cluster
+from tests.store.pgkit import store_backend_fixture  # noqa: F401  (the store_backend fixture)
 
 
-@pytest.fixture(autouse=True, params=["sqlite", "postgres"])
-def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "postgres":
-        monkeypatch.setenv("MCP_HARNESS_STORE_URL", cluster(request).new_database(migrated=True))
-    else:
-        monkeypatch.delenv("MCP_HARNESS_STORE_URL", raising=False)
-    return str(request.param)
+@pytest.fixture(autouse=True)
+def both_backends(store_backend: str) -> str:
+    return store_backend
