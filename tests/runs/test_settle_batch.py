@@ -91,8 +91,10 @@ def _spy_batches(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return batches
 
 
-async def _fan_out_held(h: Harness, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """`delegate Wide` through the client, the lane held while the three leaves end, so their replies batch."""
+async def _fan_out_held(h: Harness, monkeypatch: pytest.MonkeyPatch, *, give_up: bool = False) -> dict[str, Any]:
+    """`delegate Wide` through the client, the lane held while the three leaves end, so their replies batch. Its
+    `result`; with `give_up`, the call is given up once the leaves have settled (their parent may never hear back),
+    and `root` is the parent's status then."""
     leaves = _Leaves(monkeypatch)
     gate = _Gate()
     out: dict[str, Any] = {}
@@ -110,6 +112,13 @@ async def _fan_out_held(h: Harness, monkeypatch: pytest.MonkeyPatch) -> dict[str
             await leaves.ended.wait()
             await wait_all_tasks_blocked()  # each leaf has queued its reply behind the gate
         gate.opened.set()
+        if give_up:
+            with anyio.fail_after(20):
+                while not all(h.runs.get(r).status == "succeeded" for r in _leaf_ids(h, _root_of(h)[0])):
+                    await anyio.sleep(0.02)
+            await anyio.sleep(0.2)  # a requeued parent would have run its second turn by now
+            out["root"] = h.runs.get(_root_of(h)[0]).status
+            tg.cancel_scope.cancel()
     return out
 
 
@@ -199,7 +208,7 @@ async def test_held_deliveries_are_made_only_when_the_batch_stands(
 
     monkeypatch.setattr(settle_batch, "_deliver_siblings", deliver)
     with caplog.at_level(logging.ERROR, logger="mcp_harness.runs.settle_batch"):
-        root_then = await _fan_out_held_without_waiting(h, monkeypatch)
+        root_then = (await _fan_out_held(h, monkeypatch, give_up=True))["root"]
     root, session = _root_of(h)
     leaves = _leaf_ids(h, root)
     # The delivery failed and was logged; the leaves' terminal commits stood without it.
@@ -207,34 +216,6 @@ async def test_held_deliveries_are_made_only_when_the_batch_stands(
     assert {h.runs.get(r).status for r in leaves} == {"succeeded"}
     assert [e for e in h.sessions.events(session) if e.type == "tool_result"] == []
     assert root_then == "waiting"  # never requeued: nothing was delivered (the boot reconciliation would redo it)
-
-
-async def _fan_out_held_without_waiting(h: Harness, monkeypatch: pytest.MonkeyPatch) -> str:
-    """As `_fan_out_held`, but the client's call is given up once the leaves have settled (their parent never
-    hears back); the parent's status then."""
-    leaves = _Leaves(monkeypatch)
-    gate = _Gate()
-    status = "unknown"
-    async with Client(build_server(h)) as client, anyio.create_task_group() as tg:
-
-        async def delegate() -> None:
-            await client.call_tool("delegate", {"brief": "Wide"})
-
-        tg.start_soon(delegate)
-        with anyio.fail_after(20):
-            await leaves.started.wait()
-            tg.start_soon(h.engine.offload, gate)
-            await anyio.to_thread.run_sync(gate.entered.wait, 20)
-            await leaves.ended.wait()
-            await wait_all_tasks_blocked()
-        gate.opened.set()
-        with anyio.fail_after(20):
-            while not all(h.runs.get(r).status == "succeeded" for r in _leaf_ids(h, _root_of(h)[0])):
-                await anyio.sleep(0.02)
-        await anyio.sleep(0.2)  # a requeued parent would have run its second turn by now
-        status = h.runs.get(_root_of(h)[0]).status
-        tg.cancel_scope.cancel()
-    return status
 
 
 def _parent_with_children(h: Harness, n: int) -> tuple[str, str, list[str]]:
