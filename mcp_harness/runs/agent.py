@@ -131,10 +131,13 @@ class AgentExecutor:
             return Failed(code="config-error", message="An agent run needs a session and an agent.")
         try:
             # First in line: this sends the run's model request, so in a fan-out the children claimed already start
-            # waiting on their models while their siblings are still being spawned.
-            started = await self.services.engine.offload(self._start, run, first=True)
+            # waiting on their models while their siblings are still being spawned. Siblings claimed together
+            # start in one batch.
+            started = await self.services.engine.offload_batch(self._starts, run, first=True)
         except HarnessError as exc:
             return Failed(code="config-error", message=exc.message)
+        if isinstance(started, HarnessError):
+            return Failed(code="config-error", message=started.message)
         if started is None:
             return Canceled()  # canceled between its claim and its start: nothing of it runs
         turn, client, first = started
@@ -161,6 +164,18 @@ class AgentExecutor:
             return Succeeded({"text": turn.last_text, "unmetObligations": owed})
 
     # -- set-up -----------------------------------------------------------------------------------------------
+
+    def _starts(self, runs: list[RunRecord]) -> list[tuple[Turn, Any, ModelRequest | Exception] | HarnessError | None]:
+        """`_start` of several runs in one trip (`offload_batch`); a run whose set-up is refused gets its error, the
+        others start. Safe to run again: a start's one write (answering its session's interrupted calls) is a
+        transaction of its own, which a second run finds done."""
+        started: list[tuple[Turn, Any, ModelRequest | Exception] | HarnessError | None] = []
+        for run in runs:
+            try:
+                started.append(self._start(run))
+            except HarnessError as exc:
+                started.append(exc)
+        return started
 
     def _start(self, run: RunRecord) -> tuple[Turn, Any, ModelRequest | Exception] | None:
         """`_prepare` and the first model request in one trip off the loop, so a run's model call starts as soon as

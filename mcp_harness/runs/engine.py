@@ -143,10 +143,10 @@ class RunEngine:
         """
         return await self._lane.call(fn, *args, first=first)
 
-    async def offload_batch(self, fn: Callable[[list[Any]], list[T]], item: Any) -> T:
+    async def offload_batch(self, fn: Callable[[list[Any]], list[T]], item: Any, *, first: bool = False) -> T:
         """`offload` of one item of a batch function: run with the items of `fn` waiting in line beside it (see
         `StoreLane.call_batch`: `fn` writes in one transaction of its own and is safe to run again item by item)."""
-        return await self._lane.call_batch(fn, item)
+        return await self._lane.call_batch(fn, item, first=first)
 
     # -- serving -----------------------------------------------------------------------------------------------
 

@@ -169,10 +169,11 @@ class StoreLane:
         """`fn(*args)` on the lane. `first` puts it ahead of the calls still waiting (not of a group under way)."""
         return await self._queue(fn, args, first=first, batch=False)
 
-    async def call_batch(self, fn: Callable[[list[Any]], list[T]], item: Any) -> T:
+    async def call_batch(self, fn: Callable[[list[Any]], list[T]], item: Any, *, first: bool = False) -> T:
         """`fn([item, …])[i]`: `item` run with whichever other items of `fn` wait in line when it is taken (see the
-        module). `fn` must be one object for them all (a bound method compares equal to itself)."""
-        return await self._queue(fn, (item,), first=False, batch=True)
+        module). `fn` must be one object for them all (a bound method compares equal to itself). `first` as for
+        `call` (the batch forms among the calls asked `first`)."""
+        return await self._queue(fn, (item,), first=first, batch=True)
 
     async def _queue(self, fn: Callable[..., Any], args: tuple[Any, ...], *, first: bool, batch: bool) -> Any:
         await anyio.lowlevel.checkpoint_if_cancelled()

@@ -97,7 +97,8 @@ class StartIndex:
         from mcp_harness.runs.lane import position
 
         at, last = position(), self._last
-        if at is not None and last is not None and last[0] is at[0] and last[1] == at[1] - 1 and last[2] == agent:
+        # Back to back: the lane's call just before, or the same call (a batch of starts, `AgentExecutor._starts`).
+        if at is not None and last is not None and last[0] is at[0] and at[1] - last[1] in (0, 1) and last[2] == agent:
             index = last[3]
         else:
             index = space_index(host, agent)

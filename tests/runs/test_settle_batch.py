@@ -15,6 +15,7 @@ import pytest
 from anyio import wait_all_tasks_blocked
 from mcp import Client
 
+from mcp_harness.errors import BadRequest
 from mcp_harness.harness import Harness
 from mcp_harness.models.scripted import ScriptedClient
 from mcp_harness.models.wire import ModelRequest, ModelResponse
@@ -284,3 +285,29 @@ def test_the_parent_stays_waiting_while_a_call_it_waits_on_is_open(harness: Harn
     with h.db.transaction():
         settle_batch.deliver_all(h, _children(h, parent)[2:])
     assert h.runs.get(parent).status == "queued"
+
+
+@pytest.mark.anyio
+async def test_a_run_whose_set_up_is_refused_fails_alone_among_the_starts_of_its_siblings(
+    scripted: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = scripted
+    real = AgentExecutor._start
+
+    def start(self: AgentExecutor, run: Any) -> Any:
+        if run.title.startswith("Leaf 1"):
+            raise BadRequest("The system prompt is over 64 KiB.")
+        return real(self, run)
+
+    monkeypatch.setattr(AgentExecutor, "_start", start)
+    async with Client(build_server(h)) as client:
+        result = await client.call_tool("delegate", {"brief": "Wide"})
+    assert (result.structured_content or {})["status"] == "succeeded"
+    root, session = _root_of(h)
+    outputs = {
+        e.payload["output"]["runId"]: e.payload["output"] for e in h.sessions.events(session) if e.type == "tool_result"
+    }
+    statuses = {h.runs.get(r).title.split(":")[0][:6]: outputs[r]["status"] for r in _leaf_ids(h, root)}
+    assert statuses == {"Leaf 0": "succeeded", "Leaf 1": "failed", "Leaf 2": "succeeded"}
+    failed = next(o for o in outputs.values() if o["status"] == "failed")
+    assert failed["error"] == {"code": "config-error", "message": "The system prompt is over 64 KiB."}

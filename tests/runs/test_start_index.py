@@ -86,6 +86,21 @@ async def test_back_to_back_starts_share_the_index_and_anything_between_them_bre
 
 
 @pytest.mark.anyio
+async def test_starts_in_one_batch_share_the_index_with_the_call_before_and_each_other(
+    db: Database, built: list[str]
+) -> None:
+    lane, memo, host, a = StoreLane(_Store(db)), StartIndex(), object(), _agent("a")
+
+    def starts(agents: list[AgentRecord]) -> list[str]:  # as `AgentExecutor._starts`: one lane call, several starts
+        return [memo.of(host, agent) for agent in agents]  # pyright: ignore[reportArgumentType]
+
+    first = await lane.call(memo.of, host, a)  # pyright: ignore[reportArgumentType]
+    assert await lane.call_batch(starts, a) == first  # the call just before, then within the batch
+    assert await lane.call(starts, [a, a]) == [first, first]
+    assert built == ["a"]
+
+
+@pytest.mark.anyio
 async def test_off_the_lane_and_on_another_lane_the_index_is_built_each_time(db: Database, built: list[str]) -> None:
     memo, host, a = StartIndex(), object(), _agent("a")
     assert position() is None
