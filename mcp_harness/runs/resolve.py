@@ -10,7 +10,7 @@ engine claims anything (`answer_orphaned`), and before a turn its session's left
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_harness.runs.outcomes import INTERRUPTED
 from mcp_harness.services import Runs, Stores
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mcp_harness.store.open_calls import OpenCall
     from mcp_harness.store.port import Connection
     from mcp_harness.store.runs import RunRecord
+    from mcp_harness.store.sessions import Actor
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ def deliver(host: RunHost, child: RunRecord) -> str | None:
     if child.parent_run_id is None and child.id in host.awaited_children:
         return None  # an MCP client's delegate call in this process is waiting and writes its own result
     with host.db.transaction() as conn:
-        return _deliver_in(host, conn, child, child.parent_tool_call_id)
+        return _deliver_in(host, conn, child)
 
 
 def deliver_within(host: RunHost, child: RunRecord) -> str | None:
@@ -159,37 +160,54 @@ def deliver_within(host: RunHost, child: RunRecord) -> str | None:
     with host.db.reading() as conn:
         if not conn.in_transaction:
             raise RuntimeError("deliver_within needs the caller's open transaction.")
-        return _deliver_in(host, conn, child, child.parent_tool_call_id)
+        return _deliver_in(host, conn, child)
 
 
-def _deliver_in(host: RunHost, conn: Connection, child: RunRecord, call_id: str) -> str | None:
+def _deliver_in(host: RunHost, conn: Connection, child: RunRecord) -> str | None:
     """`deliver`'s body, in `conn`'s open transaction (a savepoint of the caller's, or its own)."""
     parent_session = parent_session_of(host, child)
     if parent_session is None:
         return None
+    return deliver_siblings_in(host, conn, child.parent_run_id, parent_session, [child])
+
+
+def deliver_siblings_in(
+    host: RunHost, conn: Connection, parent_run_id: str | None, parent_session: str, children: list[RunRecord]
+) -> str | None:
+    """The results of `children`, delegate calls of `parent_session` (that of `parent_run_id`, or of an MCP client
+    when None), appended in one append, in `conn`'s open transaction; the parent requeued when that answered the
+    last call it waits on (its id returned then). A child whose call has its result already gets the late notice.
+    One child, or a batch's siblings ending together (runs/settle_batch.py)."""
     # The parent's status and wait only: decoding its whole row (its brief, its plan) for each child's delivery
     # is what a wide fan-out would pay a hundred times.
-    parent = host.runs.status_of(child.parent_run_id) if child.parent_run_id is not None else None
+    parent = host.runs.status_of(parent_run_id) if parent_run_id is not None else None
     waiting_on: list[str] = []
     if parent is not None and parent[0] == "waiting":
         waiting_on = (parent[1] or {}).get("toolCallIds") or []
     # One scan of the parent's results answers both questions: is this call answered, and, once it is, are all
     # the calls the parent waits on?
-    answered = host.sessions.answered_calls(parent_session, [call_id, *waiting_on])
-    if call_id in answered:
-        if child.status == "succeeded" and child.session_id is not None:
-            late = {"type": "message", "role": "user", "content": LATE_NOTICE}
-            host.sessions.append(child.session_id, late, "system")
-        return None
-    event = {"type": "tool_result", "toolCallId": call_id, "name": "delegate", "output": result_of(child)}
-    host.sessions.append_within(conn, parent_session, event, "system")  # in the one transaction or savepoint
-    if child.parent_run_id is None:
-        return None  # a client's delegate whose caller is gone (a restart): the result is on record for it
-    if parent is None or parent[0] != "waiting" or child.parent_run_id is None:
-        return None
-    if set(waiting_on) <= answered | {call_id}:
-        host.runs.requeue(child.parent_run_id)
-        return child.parent_run_id
+    calls = [c.parent_tool_call_id for c in children if c.parent_tool_call_id is not None]
+    answered = host.sessions.answered_calls(parent_session, [*calls, *waiting_on])
+    results: list[tuple[dict[str, Any], Actor]] = []
+    delivered: set[str] = set()
+    for child in children:
+        call_id = child.parent_tool_call_id
+        assert call_id is not None
+        if call_id in answered or call_id in delivered:
+            if child.status == "succeeded" and child.session_id is not None:
+                late = {"type": "message", "role": "user", "content": LATE_NOTICE}
+                host.sessions.append(child.session_id, late, "system")
+            continue
+        delivered.add(call_id)
+        event = {"type": "tool_result", "toolCallId": call_id, "name": "delegate", "output": result_of(child)}
+        results.append((event, "system"))
+    if results:
+        host.sessions.append_many_within(conn, parent_session, results)  # in the one transaction or savepoint
+    # Without a parent run (a client's delegate whose caller is gone, a restart) the result is on record for it.
+    if delivered and parent is not None and parent[0] == "waiting" and set(waiting_on) <= answered | delivered:
+        assert parent_run_id is not None
+        host.runs.requeue(parent_run_id)
+        return parent_run_id
     return None
 
 

@@ -22,12 +22,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from mcp_harness.runs.resolve import LATE_NOTICE, deliver
-from mcp_harness.verbs.delegate import result_of
+from mcp_harness.runs.resolve import deliver, deliver_siblings_in
 
 if TYPE_CHECKING:
     from mcp_harness.runs.resolve import RunHost
-    from mcp_harness.store.port import Connection
     from mcp_harness.store.runs import RunRecord
 
 logger = logging.getLogger(__name__)
@@ -90,7 +88,7 @@ def deliver_all(host: RunHost, children: list[RunRecord]) -> None:
             parent_run_id: str = parent_run_id, session: str = parent_session, siblings: Any = siblings
         ) -> None:
             with host.db.transaction() as conn:
-                _deliver_siblings(host, conn, parent_run_id, session, siblings)
+                deliver_siblings_in(host, conn, parent_run_id, session, siblings)
 
         _guarded(parent_run_id, together)
 
@@ -100,35 +98,6 @@ def _guarded(what: str, fn: Any) -> None:
         fn()
     except Exception:  # the terminal commits stand; the boot reconciliation redoes what was lost
         logger.exception("Delivering results for run %s failed", what)
-
-
-def _deliver_siblings(
-    host: RunHost, conn: Connection, parent_run_id: str, parent_session: str, siblings: list[RunRecord]
-) -> None:
-    """`resolve._deliver_in` for several children of one parent run, in `conn`'s open transaction."""
-    parent = host.runs.status_of(parent_run_id)
-    waiting_on: list[str] = []
-    if parent is not None and parent[0] == "waiting":
-        waiting_on = (parent[1] or {}).get("toolCallIds") or []
-    calls = [c.parent_tool_call_id for c in siblings if c.parent_tool_call_id is not None]
-    answered = host.sessions.answered_calls(parent_session, [*calls, *waiting_on])
-    results: list[tuple[dict[str, Any], Any]] = []
-    delivered: set[str] = set()
-    for child in siblings:
-        call_id = child.parent_tool_call_id
-        assert call_id is not None
-        if call_id in answered or call_id in delivered:
-            if child.status == "succeeded" and child.session_id is not None:
-                late = {"type": "message", "role": "user", "content": LATE_NOTICE}
-                host.sessions.append(child.session_id, late, "system")
-            continue
-        delivered.add(call_id)
-        event = {"type": "tool_result", "toolCallId": call_id, "name": "delegate", "output": result_of(child)}
-        results.append((event, "system"))
-    if results:
-        host.sessions.append_many_within(conn, parent_session, results)
-    if delivered and parent is not None and parent[0] == "waiting" and set(waiting_on) <= answered | delivered:
-        host.runs.requeue(parent_run_id)
 
 
 __all__ = ["deliver_all", "grouped", "hold"]

@@ -199,7 +199,7 @@ async def test_held_deliveries_are_made_only_when_the_batch_stands(
 ) -> None:
     h = scripted
     failing = {"on": True}
-    real = settle_batch._deliver_siblings
+    real = settle_batch.deliver_siblings_in
 
     def deliver(*args: Any) -> None:
         if failing["on"]:
@@ -207,7 +207,7 @@ async def test_held_deliveries_are_made_only_when_the_batch_stands(
             raise RuntimeError("the parent's session is unreachable")
         real(*args)
 
-    monkeypatch.setattr(settle_batch, "_deliver_siblings", deliver)
+    monkeypatch.setattr(settle_batch, "deliver_siblings_in", deliver)
     with caplog.at_level(logging.ERROR, logger="mcp_harness.runs.settle_batch"):
         root_then = (await _fan_out_held(h, monkeypatch, give_up=True))["root"]
     root, session = _root_of(h)
