@@ -3,11 +3,13 @@ executor that records what it ran."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import cbor2
 import pytest
 
@@ -102,3 +104,19 @@ class Fake:
             return await self.behave(run)
         finally:
             self.active.discard(run.id)
+
+
+class Gate:
+    """A lane call that holds the lane's thread until opened, so the calls behind it queue up."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+
+    def __call__(self) -> str:
+        self.entered.set()
+        self.opened.wait(30)
+        return "gate"
+
+    async def held(self) -> None:
+        await anyio.to_thread.run_sync(self.entered.wait, 30)

@@ -3,7 +3,6 @@ the commit, `first` goes ahead, and a cancelled caller's call runs only if the l
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from anyio import wait_all_tasks_blocked
 from mcp_harness.runs import lane as lane_module
 from mcp_harness.runs.lane import StoreLane
 from mcp_harness.store.db import Database
+from tests.runs.conftest import Gate
 
 
 @pytest.fixture
@@ -52,28 +52,12 @@ def _rows(db: Database) -> list[str]:
         return [r[0] for r in conn.execute("SELECT x FROM lane_test ORDER BY n")]
 
 
-class _Gate:
-    """A lane call that holds the lane's thread until opened, so the calls behind it queue up."""
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.opened = threading.Event()
-
-    def __call__(self) -> str:
-        self.entered.set()
-        self.opened.wait(30)
-        return "gate"
-
-    async def held(self) -> None:
-        await anyio.to_thread.run_sync(self.entered.wait, 30)
-
-
 @pytest.mark.anyio
 async def test_queued_calls_commit_once_and_a_failing_one_rolls_back_alone(db: Database) -> None:
     lane = _lane(db)
     commits: list[int] = []
     db.on_every_commit(lambda: commits.append(1))
-    gate = _Gate()
+    gate = Gate()
     results: dict[str, Any] = {}
 
     async def submit(name: str, fn: Callable[..., Any], *args: Any) -> None:
@@ -118,7 +102,7 @@ async def test_an_answer_comes_after_its_commit(db: Database) -> None:
 @pytest.mark.anyio
 async def test_first_goes_ahead_of_the_calls_still_waiting(db: Database) -> None:
     lane = _lane(db)
-    gate = _Gate()
+    gate = Gate()
     async with anyio.create_task_group() as tg:
         tg.start_soon(lane.call, gate)
         await gate.held()
@@ -134,7 +118,7 @@ async def test_first_goes_ahead_of_the_calls_still_waiting(db: Database) -> None
 @pytest.mark.anyio
 async def test_a_cancelled_call_runs_only_if_the_lane_had_taken_it(db: Database) -> None:
     lane = _lane(db)
-    gate = _Gate()
+    gate = Gate()
     outcomes: dict[str, str] = {}
 
     async def submit(name: str, fn: Callable[..., Any], scope: anyio.CancelScope) -> None:
@@ -196,7 +180,7 @@ class _Inserts:
 async def test_batch_calls_waiting_together_run_as_one_call_and_each_gets_its_result(db: Database) -> None:
     lane = _lane(db)
     inserts = _Inserts(db)
-    gate = _Gate()
+    gate = Gate()
     results: dict[str, Any] = {}
 
     async def submit(x: str) -> None:
@@ -223,7 +207,7 @@ async def test_batch_calls_waiting_together_run_as_one_call_and_each_gets_its_re
 async def test_a_failing_batch_runs_again_item_by_item_and_only_the_bad_item_fails(db: Database) -> None:
     lane = _lane(db)
     inserts = _Inserts(db)
-    gate = _Gate()
+    gate = Gate()
     results: dict[str, Any] = {}
 
     async def submit(x: str) -> None:
@@ -259,7 +243,7 @@ async def test_a_batch_takes_at_most_max_batch_items(db: Database, monkeypatch: 
     monkeypatch.setattr(lane_module, "MAX_BATCH", 2)
     lane = _lane(db)
     inserts = _Inserts(db)
-    gate = _Gate()
+    gate = Gate()
     async with anyio.create_task_group() as tg:
         tg.start_soon(lane.call, gate)
         await gate.held()

@@ -6,11 +6,9 @@ the SDK client, the real engine and its lane, on each backend (real SQLite, real
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import pytest
 from anyio import wait_all_tasks_blocked
 from mcp import Client
@@ -22,6 +20,7 @@ from mcp_harness.models.wire import ModelRequest, ModelResponse
 from mcp_harness.runs import Parked, Succeeded, settle_batch
 from mcp_harness.runs.agent import AgentExecutor
 from mcp_harness.server import build_server
+from tests.runs.conftest import Gate
 from tests.store.pgkit import store_backend_fixture  # noqa: F401  (the store_backend fixture)
 
 WIDTH = 3
@@ -67,18 +66,6 @@ class _Leaves:
         monkeypatch.setattr(ScriptedClient, "complete", complete)
 
 
-class _Gate:
-    """A lane call that holds the lane's thread until opened, so the leaves' last replies queue up behind it."""
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.opened = threading.Event()
-
-    def __call__(self) -> None:
-        self.entered.set()
-        self.opened.wait(30)
-
-
 def _spy_batches(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """The runs of each `_record_replies` call, in order."""
     batches: list[list[str]] = []
@@ -97,7 +84,7 @@ async def _fan_out_held(h: Harness, monkeypatch: pytest.MonkeyPatch, *, give_up:
     `result`; with `give_up`, the call is given up once the leaves have settled (their parent may never hear back),
     and `root` is the parent's status then."""
     leaves = _Leaves(monkeypatch)
-    gate = _Gate()
+    gate = Gate()
     out: dict[str, Any] = {}
     async with Client(build_server(h)) as client, anyio.create_task_group() as tg:
 
@@ -109,7 +96,7 @@ async def _fan_out_held(h: Harness, monkeypatch: pytest.MonkeyPatch, *, give_up:
         with anyio.fail_after(20):
             await leaves.started.wait()
             tg.start_soon(h.engine.offload, gate)
-            await anyio.to_thread.run_sync(gate.entered.wait, 20)
+            await gate.held()
             await leaves.ended.wait()
             await wait_all_tasks_blocked()  # each leaf has queued its reply behind the gate
         gate.opened.set()
