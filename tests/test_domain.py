@@ -144,6 +144,7 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
             "m020_mcp_servers",
             "m021_store_meta",
             "m022_mrtr_relay",
+            "m023_titles_indexed_by_code",
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1

@@ -60,7 +60,8 @@ class Executor(Protocol):
     An executor may also define `settled(run: RunRecord) -> None`: blocking, called inside the transaction of
     every terminal commit of its runs, whichever path made it (its own outcome, `complete`, `cancel`), under a
     savepoint of its own (a failure is logged and rolls back only what it did). It is for effects that must land
-    with the terminal state, such as a child's result reaching its parent.
+    with the terminal state, such as a child's result reaching its parent. An executor whose `settled` takes that
+    savepoint itself, only when it writes, says so with `settles_atomically = True`: the engine then opens none.
     """
 
     async def __call__(self, run: RunRecord) -> Outcome: ...
@@ -118,13 +119,18 @@ class RunEngine:
         heartbeat_s`, else the module's beat read when the engine is built (not at import, so a change reaches it)."""
         self.on_finalized: list[FinalizedHook] = []
         self.on_terminal: list[Callable[[RunRecord], None]] = []
-        """Blocking hooks called inside every terminal commit's transaction, each under its own savepoint (a
-        failure is logged and rolls back only that hook): run-completed triggers (`triggers/chain.py`)."""
+        """Blocking hooks called inside every terminal commit's transaction: run-completed triggers
+        (`triggers/chain.py`). A hook writes under savepoints of its own (`db.transaction()`), so what it raises
+        leaves nothing of it half done; the failure is logged and the terminal commit stands. (Most terminal commits
+        find no trigger to fire: a savepoint the engine put around every hook cost them two statements each.)"""
         self._running: dict[str, _Slot] = {}
         self._waiters: dict[str, list[_Waiter]] = {}
         # Claiming and cancelling take turns, so a run cancel_tree reports as claimed is always in `_running`.
         self._lock = anyio.Lock()
         self._wake_socket: socket.socket | None = None
+        self._wake_sent = False
+        """A byte is on its way to the pump, which has not started the pass that will see it: a wake now would only
+        send another (a fan-out's runs each wake it, and each send released the GIL to the store lane)."""
         self._lane = StoreLane(store)
         self._beat_due = 0
         self._ended_check_due = 0
@@ -165,6 +171,7 @@ class RunEngine:
         reader.setblocking(False)
         writer.setblocking(False)
         self._wake_socket = writer
+        self._wake_sent = False
         instances.here(self.owner)
         unhear: Callable[[], None] = _nothing
         try:
@@ -224,8 +231,9 @@ class RunEngine:
     def wake(self) -> None:
         """Ask the pump for a pass now. Safe from the event loop and from worker threads; a no-op when stopped."""
         writer = self._wake_socket
-        if writer is None:
+        if writer is None or self._wake_sent:
             return
+        self._wake_sent = True
         try:
             writer.send(b"\0")
         except OSError:
@@ -245,6 +253,8 @@ class RunEngine:
             delay = min(delay, max(0.0, (self._beat_due - now_ms()) / 1000))  # the beat (and sweep) is due then
             with anyio.move_on_after(delay):
                 await anyio.wait_readable(reader)
+            # Cleared before the pass: a wake from here on sends again, and the pass after its byte sees its cause.
+            self._wake_sent = False
             _drain(reader)
 
     async def _stop_ended_elsewhere(self) -> None:
@@ -391,16 +401,19 @@ class RunEngine:
     def _terminal_effects_of(self, record: RunRecord) -> None:
         for hook in self.on_terminal:
             try:
-                with self.store.db.transaction():
-                    hook(record)
+                hook(record)  # its writes under savepoints of its own (see `on_terminal`)
             except Exception:  # the terminal commit stands without what this hook would have added
                 logger.exception("A terminal hook failed for run %s", record.id)
-        settled = getattr(self.executors.get(record.kind), "settled", None)
+        executor = self.executors.get(record.kind)
+        settled = getattr(executor, "settled", None)
         if settled is None:
             return
         try:
-            with self.store.db.transaction():
+            if getattr(executor, "settles_atomically", False):
                 settled(record)
+            else:
+                with self.store.db.transaction():
+                    settled(record)
         except Exception:  # the terminal commit stands; the boot reconciliation redoes what was lost
             logger.exception("The terminal effects of run %s failed", record.id)
 

@@ -28,6 +28,11 @@ class LazyExecutor:
     async def __call__(self, run: RunRecord) -> Outcome:
         return await self.executor()(run)
 
+    @property
+    def settles_atomically(self) -> bool:
+        """As the executor it builds says (see `Executor`)."""
+        return bool(getattr(self.executor(), "settles_atomically", False))
+
     def settled(self, run: RunRecord) -> None:
         """Both executors settle their runs' effects in the terminal commit (see `Executor`)."""
         settle = getattr(self.executor(), "settled", None)

@@ -211,10 +211,15 @@ def deliver_siblings_in(
     return None
 
 
+def has_plan_step(child: RunRecord) -> bool:
+    """Whether `settle_plan_step` has anything to look at for `child` (most children are attached to no step)."""
+    return child.status == "succeeded" and bool(child.input.get("planStepId")) and child.parent_run_id is not None
+
+
 def settle_plan_step(host: RunHost, child: RunRecord) -> None:
     """When all children attached to a running plan step succeeded, the runtime marks it done (never failed)."""
     step_id = child.input.get("planStepId")
-    if child.status != "succeeded" or not step_id or child.parent_run_id is None:
+    if not has_plan_step(child):
         return
     parent = host.runs.find(child.parent_run_id)
     if parent is not None and parent.kind == "workflow":

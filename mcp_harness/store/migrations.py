@@ -519,6 +519,13 @@ def m022_mrtr_relay(conn: sqlite3.Connection) -> None:
     mrtr_relay.migrate(conn)
 
 
+@migration
+def m023_titles_indexed_by_code(conn: sqlite3.Connection) -> None:
+    """A new session's title is indexed by `SessionStore.create` (store/search.py `index_titles`), staged inside the
+    engine's group commits, no longer by an insert trigger writing FTS5 in the middle of one."""
+    conn.execute("DROP TRIGGER IF EXISTS title_search_insert")
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration the database lacks, each in its own transaction. Returns the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS _harness_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -87,10 +87,17 @@ def m015_hm_search(conn: PgConnection) -> None:
     )
 
 
+def m023_titles_indexed_by_code(conn: PgConnection) -> None:
+    """Nothing: PostgreSQL keeps its title insert trigger (a row write, no FTS5 segment flush to spare), and
+    `search.index_titles` writes nothing there."""
+    del conn
+
+
 OVERRIDES: dict[str, Callable[[PgConnection], None]] = {
     "m011_thread_search": m011_thread_search,
     "m012_event_payloads": m012_event_payloads,
     "m015_hm_search": m015_hm_search,
+    "m023_titles_indexed_by_code": m023_titles_indexed_by_code,
 }
 """Migration name → its PostgreSQL form."""
 

@@ -4,12 +4,15 @@ The reference (HARNESS §11.2) matches a lowercased substring against the titles
 text of the 4,000 newest messages, so an older conversation can never be found and each search costs a scan. Here the
 same matching rule — a case-insensitive substring, the first hit per session with ±80 characters of context — runs
 over an FTS5 table with the trigram tokenizer (which answers substring queries from the index), kept by
-`SessionStore.append_many` in the append's own transaction. Titles are kept by triggers on `sessions`.
+`SessionStore.append_many` in the append's own transaction. A new session's title is indexed by
+`SessionStore.create` (`index_titles`); changed and deleted titles by triggers on `sessions`.
 
-Inside the engine's group commits (`runs/lane.py`) a message's index row waits in a temp table and all of the
-group's go into the index in one statement just before the commit (`staged`): FTS5 writes a new index segment at
-every savepoint that follows a write, and a group is a savepoint per call, so a wide fan-out's replies would each
-cost a segment (and the merges after). Staged rows live in the group's transaction: they roll back with the call
+Inside the engine's group commits (`runs/lane.py`) a message's or a new title's index row waits in a temp table and
+all of the group's go into the index in one statement just before the commit (`staged`): FTS5 writes a new index
+segment at every savepoint that follows a write, and a group is a savepoint per call, so a wide fan-out's replies
+would each cost a segment (and the merges after). Titles were indexed by an insert trigger until m023; as it wrote
+FTS5 in the middle of a group, every savepoint after a spawn paid that flush, which was about a tenth of the lane's
+time in a fan-out (issue 15). Staged rows live in the group's transaction: they roll back with the call
 that wrote them and reach the index in the same commit as their events, or not at all.
 
 A query shorter than three characters has no trigram to look up: it falls back to the reference's bounded scan of the
@@ -72,56 +75,74 @@ def rows_of(session_id: str, payloads: Iterable[dict[str, Any]]) -> list[tuple[s
 
 
 def index(conn: Connection, rows: Sequence[tuple[str, str]]) -> None:
-    """Index `(text, session_id)` rows in one statement (`store/batch.py` says why not one per row); inside
+    """Index `(text, session_id)` message rows in one statement (`store/batch.py` says why not one per row); inside
     `staged`, into its temp table."""
-    if rows:
-        staging = conn in _STAGING and backend(conn) == "sqlite"
-        table = "temp.message_search_staged" if staging else "message_search"
-        insert_rows(conn, f"INSERT INTO {table} (content, session_id) VALUES", "(?, ?)", rows)
-        if staging:
-            _STAGED.add(conn)
+    _write(conn, "message_search", "content", rows)
+
+
+def index_titles(conn: Connection, rows: Sequence[tuple[str, str]]) -> None:
+    """Index new sessions' `(title, session_id)` rows, as the insert trigger did before m023 (a session is created
+    without a description); inside `staged`, into its temp table. PostgreSQL keeps its trigger: nothing to do."""
+    if backend(conn) == "sqlite":
+        _write(conn, "title_search", "text", [(f"{title}\n", session_id) for title, session_id in rows])
+
+
+def _write(conn: Connection, table: str, column: str, rows: Sequence[tuple[str, str]]) -> None:
+    if not rows:
+        return
+    if conn in _STAGING and backend(conn) == "sqlite":
+        insert_rows(
+            conn, "INSERT INTO temp.search_staged (tbl, content, session_id) VALUES", f"('{table}', ?, ?)", rows
+        )
+        _STAGED.setdefault(conn, set()).add(table)
+    else:
+        insert_rows(conn, f"INSERT INTO {table} ({column}, session_id) VALUES", "(?, ?)", rows)
 
 
 _STAGING: set[Connection] = set()
 """Connections inside `staged`. One connection serves the process under a lock held for the whole transaction, so
 whoever writes on it meanwhile writes inside that transaction."""
-_STAGED: set[Connection] = set()
-"""Those of them that staged a row: a group of run writes that logged no message (most of a fan-out's) skips the
-flush's two statements."""
+_STAGED: dict[Connection, set[str]] = {}
+"""Those of them that staged a row, and into which index: a group of run writes that logged no message and created
+no session (most of a fan-out's) skips the flush."""
+_COLUMNS = {"message_search": "content", "title_search": "text"}
 
 
 @contextmanager
 def staged(conn: Connection) -> Iterator[None]:
-    """Inside the caller's open transaction: message index rows written meanwhile are staged, then indexed in one
-    statement when the block ends normally (see the module). On an exception nothing is indexed: the transaction
-    is rolling back, staged rows with it."""
+    """Inside the caller's open transaction: message and title index rows written meanwhile are staged, then indexed
+    in one statement per index when the block ends normally (see the module). On an exception nothing is indexed:
+    the transaction is rolling back, staged rows with it."""
     if backend(conn) == "postgres":
         yield
         return
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS message_search_staged (content TEXT NOT NULL, session_id TEXT)")
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS search_staged (tbl TEXT NOT NULL, content TEXT, session_id TEXT)")
     _STAGING.add(conn)
-    _STAGED.discard(conn)
+    _STAGED.pop(conn, None)
     try:
         yield
     except BaseException:
         _STAGING.discard(conn)
-        _STAGED.discard(conn)
+        _STAGED.pop(conn, None)
         raise
     _STAGING.discard(conn)
-    if conn in _STAGED:
-        _STAGED.discard(conn)
-        _flush(conn)
+    _flush(conn)
 
 
 def _flush(conn: Connection) -> None:
-    if conn.execute("SELECT EXISTS (SELECT 1 FROM temp.message_search_staged)").fetchone()[0]:
+    """Index what `conn` staged so far (inside `staged`: a search in the group sees what the group wrote)."""
+    tables = _STAGED.pop(conn, None)
+    if not tables:
+        return
+    for table in sorted(tables):
         conn.execute(
-            "INSERT INTO message_search (content, session_id) "
+            f"INSERT INTO {table} ({_COLUMNS[table]}, session_id) "
             # A session deleted meanwhile took its index rows with it (`title_search_delete`): so do its staged ones.
-            "SELECT content, session_id FROM temp.message_search_staged "
-            "WHERE session_id IN (SELECT id FROM main.sessions) ORDER BY rowid"
+            "SELECT content, session_id FROM temp.search_staged "
+            "WHERE tbl = ? AND session_id IN (SELECT id FROM main.sessions) ORDER BY rowid",
+            (table,),
         )
-        conn.execute("DELETE FROM temp.message_search_staged")
+    conn.execute("DELETE FROM temp.search_staged")
 
 
 def backfill(conn: Connection) -> None:
@@ -174,6 +195,7 @@ def title_matches(conn: Connection, account_id: str, query: str, agent_id: str |
         ).fetchall()
         hits = [r[0] for r in rows if query in (r[1] or "").lower() or query in (r[2] or "").lower()]
         return hits[:limit]
+    _flush(conn)  # as `message_matches`
     condition, pattern = _contains(conn, "title_search", "t.text", query)
     rows = conn.execute(
         "SELECT s.id FROM title_search t JOIN sessions s ON s.id = t.session_id "
@@ -187,8 +209,7 @@ def message_matches(conn: Connection, account_id: str, query: str, agent_id: str
     """Up to `limit` sessions with a message holding `query`, newest-updated first, each with its snippet."""
     where, args = _scope(agent_id)
     out: dict[str, str] = {}
-    if conn in _STAGING:
-        _flush(conn)  # a search inside a staged transaction sees what the transaction wrote, as without staging
+    _flush(conn)  # a search inside a staged transaction sees what the transaction wrote, as without staging
     if len(query) < MIN_INDEXED_QUERY:
         rows = conn.execute(
             "SELECT e.session_id, e.event_cbor FROM session_events e JOIN sessions s ON s.id = e.session_id "

@@ -130,6 +130,7 @@ class SessionStore:
                 "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
                 (session_id, account_id, agent_id, kind, title, parent_session_id, run_id, ts, ts),
             ).fetchone()
+            search.index_titles(conn, [(title or "", session_id)])
         return _session(row)
 
     def create_many(self, account_id: str, new: Sequence[NewSession]) -> None:
@@ -138,7 +139,7 @@ class SessionStore:
         after, and its `updated_at` is its creation."""
         ts = now_ms()
         with self.db.transaction() as conn:
-            # One statement per table (`store/batch.py`): the title trigger indexes every row in one segment.
+            # One statement per table (`store/batch.py`): the titles go into the index in one segment.
             insert_rows(
                 conn,
                 "INSERT INTO sessions (id, account_id, agent_id, kind, title, parent_session_id, run_id, created_at, "
@@ -146,27 +147,8 @@ class SessionStore:
                 "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(n.id, account_id, n.agent_id, n.kind, n.title, n.parent_session_id, n.run_id, ts, ts) for n in new],
             )
-            rows: list[tuple[Any, ...]] = []
-            moved: list[tuple[str, int, dict[bytes, bytes]]] = []
-            indexed: list[tuple[str, str]] = []
-            for n in new:
-                records: list[EventRecord] = []
-                for seq, (payload, actor) in enumerate(n.events, start=1):
-                    record, stored = self._record(n.id, seq, payload, actor, ts)
-                    rows.append((n.id, seq, record.id, record.type, actor, stored.blob, ts))
-                    records.append(record)
-                    if stored.parts:
-                        moved.append((n.id, seq, stored.parts))
-                self._track(conn, n.id, records, ts, indexed)
-            insert_rows(
-                conn,
-                "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) VALUES",
-                "(?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            search.index(conn, indexed)
-            for session_id, seq, parts in moved:
-                payloads.store(conn, session_id, seq, parts, ts)
+            search.index_titles(conn, [(n.title or "", n.id) for n in new])
+            self._insert_events(conn, [(n.id, 1, n.events) for n in new], ts)
 
     def standing(self, account_id: str, agent_id: str) -> SessionRecord:
         """The agent's standing session (where stateless requests land), created on first use."""
@@ -276,37 +258,80 @@ class SessionStore:
             raise RuntimeError("append_within needs the caller's open transaction.")
         return self._append(conn, session_id, events, now_ms())
 
+    def append_across_within(
+        self, conn: Connection, appends: Sequence[tuple[str, Sequence[tuple[dict[str, Any], Actor]]]]
+    ) -> list[list[EventRecord]]:
+        """`append_many_within` of several sessions at once (`(session_id, events)` each; one session may come
+        twice, its events then follow in order): one read of their last `seq`, one insert, one `updated_at` write
+        for them all. For a batch of runs' replies (`AgentExecutor._record_replies`), where each session's append
+        alone cost four statements."""
+        if not conn.in_transaction:
+            raise RuntimeError("append_across_within needs the caller's open transaction.")
+        return self._append_across(conn, appends, now_ms())
+
     def _append(
         self, conn: Connection, session_id: str, events: Sequence[tuple[dict[str, Any], Actor]], ts: int
     ) -> list[EventRecord]:
-        """Events numbered after one read of the last `seq` (the write lock is held, so no one else numbers
-        meanwhile) and inserted in one statement (`store/batch.py`). One event too: SQLite runs an `INSERT … SELECT
-        MAX(seq) … RETURNING` through scratch tables (the insert reads the table it writes, and RETURNING), about 1.4×
-        the read and the plain insert together, and a fan-out's child appends three or four events."""
-        last = int(
-            conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
-        )
-        records: list[EventRecord] = []
+        return self._append_across(conn, [(session_id, events)], ts)[0]
+
+    def _append_across(
+        self, conn: Connection, appends: Sequence[tuple[str, Sequence[tuple[dict[str, Any], Actor]]]], ts: int
+    ) -> list[list[EventRecord]]:
+        """Events numbered after one read of each session's last `seq` (the write lock is held, so no one else
+        numbers meanwhile) and inserted in one statement (`store/batch.py`). One event too: SQLite runs an `INSERT …
+        SELECT MAX(seq) … RETURNING` through scratch tables (the insert reads the table it writes, and RETURNING),
+        about 1.4× the read and the plain insert together, and a fan-out's child appends three or four events."""
+        ids = list(dict.fromkeys(session_id for session_id, _ in appends))
+        if len(ids) == 1:
+            sql = "SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?"
+            last = {ids[0]: int(conn.execute(sql, (ids[0],)).fetchone()[0])}
+        else:
+            marks = ", ".join("?" * len(ids))
+            found = conn.execute(
+                f"SELECT session_id, MAX(seq) FROM session_events WHERE session_id IN ({marks}) GROUP BY session_id",
+                ids,
+            ).fetchall()
+            last = dict.fromkeys(ids, 0) | {r[0]: int(r[1]) for r in found}
+        numbered: list[tuple[str, int, Sequence[tuple[dict[str, Any], Actor]]]] = []
+        for session_id, events in appends:
+            numbered.append((session_id, last[session_id] + 1, events))
+            last[session_id] += len(events)
+        records = self._insert_events(conn, numbered, ts)
+        if len(ids) == 1:
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, ids[0]))
+        else:
+            conn.execute(f"UPDATE sessions SET updated_at = ? WHERE id IN ({marks})", (ts, *ids))
+        return records
+
+    def _insert_events(
+        self, conn: Connection, numbered: Sequence[tuple[str, int, Sequence[tuple[dict[str, Any], Actor]]]], ts: int
+    ) -> list[list[EventRecord]]:
+        """Events of sessions (`(session_id, first seq, events)` each) in one insert per `CHUNK` rows, with their
+        values split off (`payloads`) and what every append keeps in step (`_track`; the search index in one)."""
+        records: list[list[EventRecord]] = []
         rows: list[tuple[Any, ...]] = []
-        moved: list[tuple[int, dict[bytes, bytes]]] = []
-        for seq, (payload, actor) in enumerate(events, start=last + 1):
-            record, stored = self._record(session_id, seq, payload, actor, ts)
-            rows.append((session_id, seq, record.id, record.type, actor, stored.blob, ts))
-            records.append(record)
-            if stored.parts:
-                moved.append((seq, stored.parts))
+        moved: list[tuple[str, int, dict[bytes, bytes]]] = []
+        for session_id, first, events in numbered:
+            made: list[EventRecord] = []
+            for seq, (payload, actor) in enumerate(events, start=first):
+                record, stored = self._record(session_id, seq, payload, actor, ts)
+                rows.append((session_id, seq, record.id, record.type, actor, stored.blob, ts))
+                made.append(record)
+                if stored.parts:
+                    moved.append((session_id, seq, stored.parts))
+            records.append(made)
         insert_rows(
             conn,
             "INSERT INTO session_events (session_id, seq, id, type, actor, event_cbor, created_at) VALUES",
             "(?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
-        for seq, parts in moved:
+        for session_id, seq, parts in moved:
             payloads.store(conn, session_id, seq, parts, ts)
-        self._track(conn, session_id, records, ts)
-        conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (ts, session_id))
+        indexed: list[tuple[str, str]] = []
+        for (session_id, _, _), made in zip(numbered, records, strict=True):
+            self._track(conn, session_id, made, ts, indexed)
+        search.index(conn, indexed)
         return records
 
     @staticmethod
@@ -332,19 +357,15 @@ class SessionStore:
         session_id: str,
         records: Sequence[EventRecord],
         ts: int,
-        indexed: list[tuple[str, str]] | None = None,
+        indexed: list[tuple[str, str]],
     ) -> None:
-        """What every append keeps in step with the log: open calls, touched callables, the search index (or, given
-        `indexed`, the index rows added to it for the caller to write with other sessions')."""
+        """What every append keeps in step with the log: open calls, touched callables, and the search index rows,
+        added to `indexed` for the caller to write with other sessions'."""
         if not records:
             return
         open_calls.track(conn, session_id, [(r.payload, r.actor, r.seq) for r in records], self.db.instance_id, ts)
         touched.track(conn, session_id, [(r.payload, r.actor) for r in records])
-        rows = search.rows_of(session_id, [r.payload for r in records])
-        if indexed is not None:
-            indexed += rows
-        else:
-            search.index(conn, rows)
+        indexed += search.rows_of(session_id, [r.payload for r in records])
 
     def events(self, session_id: str, *, last: int | None = None, after: int | None = None) -> list[EventRecord]:
         """Events in `seq` order; `last` keeps only the newest N, `after` only those with a higher `seq`."""

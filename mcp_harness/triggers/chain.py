@@ -30,9 +30,11 @@ MAX_HOPS = 8
 
 
 def on_run_terminal(host: FireHost, run: RunRecord) -> None:
-    """Settle the run's own firing and fire matching run-completed triggers. Blocking, in the terminal commit."""
+    """Settle the run's own firing and fire matching run-completed triggers. Blocking, in the terminal commit; each
+    write under a savepoint of its own (the engine opens none around its hooks), so a failure leaves none half done."""
     if run.trigger_firing_id is not None:
-        settle_firing(host, run)
+        with host.db.transaction():
+            settle_firing(host, run)
     for trigger in host.triggers.enabled_of_type(run.account_id, "run-completed"):
         if not matches(trigger.source, run):
             continue
@@ -40,13 +42,14 @@ def on_run_terminal(host: FireHost, run: RunRecord) -> None:
             logger.info("Trigger %s skipped for run %s: it is already in that run's chain", trigger.id, run.id)
             continue
         try:
-            fire(
-                host,
-                trigger=trigger,
-                dedupe_key=f"run:{run.id}",
-                activity=run_activity(run),
-                summary=f'run "{run.title}" {run.status}',
-            )
+            with host.db.transaction():
+                fire(
+                    host,
+                    trigger=trigger,
+                    dedupe_key=f"run:{run.id}",
+                    activity=run_activity(run),
+                    summary=f'run "{run.title}" {run.status}',
+                )
         except Exception as exc:  # one trigger's failure must not undo the terminal commit or the other firings
             logger.exception("Firing trigger %s for run %s failed", trigger.id, run.id)
             host.triggers.set_error(trigger.id, f"Could not fire for run {run.id}: {exc}")

@@ -447,8 +447,9 @@ def effects(db: Database) -> list[tuple[str, str]]:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("atomic", [False, True], ids=["engine-savepoint", "own-savepoint"])
 async def test_terminal_effects_commit_with_every_terminal_state_and_a_failing_one_rolls_back_alone(
-    db: Database, store: RunStore
+    db: Database, store: RunStore, atomic: bool
 ) -> None:
     started = anyio.Event()
 
@@ -459,6 +460,7 @@ async def test_terminal_effects_commit_with_every_terminal_state_and_a_failing_o
         return Succeeded(run.title)
 
     executor = Effects(db, behave)
+    executor.settles_atomically = atomic  # pyright: ignore[reportAttributeAccessIssue]  (its savepoint, not the engine's)
     engine = RunEngine(store, {"agent": executor})
     hooks = recorder(engine)
     assert engine.applies_terminal_effects("agent") and not engine.applies_terminal_effects("workflow")

@@ -153,16 +153,16 @@ async def test_a_batch_that_fails_is_run_again_reply_by_reply_and_only_the_bad_o
 ) -> None:
     h = scripted
     batches = _spy_batches(monkeypatch)
-    real = AgentExecutor._record_reply
+    real = AgentExecutor._settle_reply
     lost: list[str] = []
 
-    def reply(self: AgentExecutor, conn: Any, turn: Any, response: ModelResponse) -> None:
+    def reply(self: AgentExecutor, turn: Any, response: ModelResponse) -> None:
         if turn.run.title.startswith("Leaf 1"):
             lost.append(turn.run.id)
             raise RuntimeError("the disk is on fire")
-        real(self, conn, turn, response)
+        real(self, turn, response)
 
-    monkeypatch.setattr(AgentExecutor, "_record_reply", reply)
+    monkeypatch.setattr(AgentExecutor, "_settle_reply", reply)
     out = await _fan_out_held(h, monkeypatch)
     root, session = _root_of(h)
     leaves = _leaf_ids(h, root)

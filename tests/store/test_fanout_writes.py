@@ -80,6 +80,38 @@ def test_several_events_are_numbered_after_the_last_and_tracked_as_one_by_one(ha
     assert found.id == session and snippet == "Reading the zebra notes"
 
 
+def test_appends_across_sessions_number_each_after_its_own_last_and_touch_each(harness: Harness) -> None:
+    h = harness
+    agent = h.agent().id
+    a, b, fresh = (h.sessions.create(h.account_id, agent).id for _ in range(3))
+    h.sessions.append_many(a, [({"type": "message", "role": "user", "content": "one"}, "user")] * 2)
+    h.sessions.append(b, {"type": "message", "role": "user", "content": "one"}, "user")
+    with h.db.transaction() as conn:  # so the append's touch shows
+        conn.execute("UPDATE sessions SET updated_at = 0")
+    with h.db.reading() as conn, pytest.raises(RuntimeError, match="open transaction"):
+        h.sessions.append_across_within(conn, [(a, [])])
+    call = {"type": "tool_call", "id": "c1", "name": "read", "input": {}}
+    reply = {"type": "message", "role": "assistant", "content": "The narwhal answer"}
+    with h.db.transaction() as conn:
+        made = h.sessions.append_across_within(
+            conn,
+            [
+                (a, [(reply, "agent")]),
+                (b, [(call, "agent"), (reply, "agent")]),
+                (fresh, [(reply, "agent")]),
+                (a, [(reply, "agent")]),
+            ],  # fmt: skip
+        )
+    assert [[r.seq for r in records] for records in made] == [[3], [2, 3], [1], [4]]
+    assert [e.seq for e in h.sessions.events(a)] == [1, 2, 3, 4]
+    assert [c.call_id for c in h.sessions.open_calls(b)] == ["c1"]
+    assert [h.sessions.get(s).updated_at for s in (a, b, fresh)] == [
+        h.sessions.events(s)[-1].created_at for s in (a, b, fresh)
+    ]
+    found = h.sessions.search(h.account_id, "narwhal", agent_id=None, limit=5)
+    assert sorted(s.id for s, _ in found) == sorted([a, b, fresh])
+
+
 def test_children_created_together_are_found_by_title_and_by_brief(harness: Harness) -> None:
     h = harness
     agent = h.agent().id

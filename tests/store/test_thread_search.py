@@ -73,13 +73,14 @@ def test_a_database_from_before_the_index_is_backfilled(harness: Harness) -> Non
     _say(harness, s.id, "receipts for the ORCHARD purchase")
     settings = harness.settings
     harness.close()
-    # Take the database back to before m011: no search tables, no triggers, m011 not recorded.
+    # Take the database back to before m011: no search tables, no triggers, m011 (and m023, which drops the insert
+    # trigger m011 creates) not recorded.
     conn = sqlite3.connect(settings.data_dir / "harness.db", isolation_level=None)
-    for trigger in ("title_search_insert", "title_search_update", "title_search_delete"):
+    for trigger in ("title_search_update", "title_search_delete"):
         conn.execute(f"DROP TRIGGER {trigger}")
     for table in ("message_search", "title_search"):
         conn.execute(f"DROP TABLE {table}")
-    conn.execute("DELETE FROM _harness_migrations WHERE name = 'm011_thread_search'")
+    conn.execute("DELETE FROM _harness_migrations WHERE name IN ('m011_thread_search', 'm023_titles_indexed_by_code')")
     conn.close()
     reopened = Harness(settings)  # migrates: m011 builds and fills the index from what is stored
     try:
@@ -87,5 +88,10 @@ def test_a_database_from_before_the_index_is_backfilled(harness: Harness) -> Non
         assert [(r.id, snippet) for r, snippet in by_text] == [(s.id, "receipts for the ORCHARD purchase")]
         by_title = reopened.sessions.search(reopened.account_id, "tax ret", agent_id=None, limit=10)
         assert [r.id for r, _ in by_title] == [s.id]
+        later = reopened.sessions.create(reopened.account_id, agent.id, title="Tax refund")  # indexed once, by code
+        with reopened.db.reading() as conn:
+            rows = conn.execute("SELECT count(*) FROM title_search WHERE session_id = ?", (later.id,)).fetchone()[0]
+            triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'title%'")
+            assert rows == 1 and sorted(r[0] for r in triggers) == ["title_search_delete", "title_search_update"]
     finally:
         reopened.close()
