@@ -219,7 +219,7 @@ def has_plan_step(child: RunRecord) -> bool:
 def settle_plan_step(host: RunHost, child: RunRecord) -> None:
     """When all children attached to a running plan step succeeded, the runtime marks it done (never failed)."""
     step_id = child.input.get("planStepId")
-    if not has_plan_step(child):
+    if child.status != "succeeded" or not step_id or child.parent_run_id is None:  # as `has_plan_step`
         return
     parent = host.runs.find(child.parent_run_id)
     if parent is not None and parent.kind == "workflow":

@@ -282,11 +282,11 @@ class SessionStore:
         SELECT MAX(seq) … RETURNING` through scratch tables (the insert reads the table it writes, and RETURNING),
         about 1.4× the read and the plain insert together, and a fan-out's child appends three or four events."""
         ids = list(dict.fromkeys(session_id for session_id, _ in appends))
+        marks = ", ".join("?" * len(ids))
         if len(ids) == 1:
             sql = "SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?"
             last = {ids[0]: int(conn.execute(sql, (ids[0],)).fetchone()[0])}
         else:
-            marks = ", ".join("?" * len(ids))
             found = conn.execute(
                 f"SELECT session_id, MAX(seq) FROM session_events WHERE session_id IN ({marks}) GROUP BY session_id",
                 ids,

@@ -5,12 +5,14 @@ back with them, never. Real SQLite."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from mcp_harness.harness import Harness
 from mcp_harness.runs import Canceled, Parked, Succeeded
 from mcp_harness.store import search
-from mcp_harness.store.sessions import NewSession
+from mcp_harness.store.sessions import Actor, NewSession
 
 
 def _tree(h: Harness) -> tuple[str, str]:
@@ -84,14 +86,15 @@ def test_appends_across_sessions_number_each_after_its_own_last_and_touch_each(h
     h = harness
     agent = h.agent().id
     a, b, fresh = (h.sessions.create(h.account_id, agent).id for _ in range(3))
-    h.sessions.append_many(a, [({"type": "message", "role": "user", "content": "one"}, "user")] * 2)
+    one: tuple[dict[str, Any], Actor] = ({"type": "message", "role": "user", "content": "one"}, "user")
+    h.sessions.append_many(a, [one, one])
     h.sessions.append(b, {"type": "message", "role": "user", "content": "one"}, "user")
     with h.db.transaction() as conn:  # so the append's touch shows
         conn.execute("UPDATE sessions SET updated_at = 0")
     with h.db.reading() as conn, pytest.raises(RuntimeError, match="open transaction"):
         h.sessions.append_across_within(conn, [(a, [])])
-    call = {"type": "tool_call", "id": "c1", "name": "read", "input": {}}
-    reply = {"type": "message", "role": "assistant", "content": "The narwhal answer"}
+    call: dict[str, Any] = {"type": "tool_call", "id": "c1", "name": "read", "input": {}}
+    reply: dict[str, Any] = {"type": "message", "role": "assistant", "content": "The narwhal answer"}
     with h.db.transaction() as conn:
         made = h.sessions.append_across_within(
             conn,
