@@ -12,12 +12,8 @@ from mcp_harness.store.db import Database
 from mcp_harness.store.sessions import SessionStore
 
 
-def _found(db: Database, word: str) -> int:
-    with db.reading() as conn:
-        return conn.execute("SELECT count(*) FROM message_search WHERE message_search MATCH ?", (word,)).fetchone()[0]
-
-
-def test_staged_rows_are_indexed_at_the_end_of_the_group_and_a_failed_group_indexes_none(tmp_path: Path) -> None:
+def _database(tmp_path: Path) -> Database:
+    """A database with account `a` and its agent `agent`."""
     db = Database(tmp_path / "h.db")
     with db.transaction() as conn:
         conn.execute("INSERT INTO accounts (id, name, created_at) VALUES ('a', 'n', 0)")
@@ -25,6 +21,16 @@ def test_staged_rows_are_indexed_at_the_end_of_the_group_and_a_failed_group_inde
             "INSERT INTO agents (id, account_id, name, definition_cbor, state_dir, created_at, updated_at) "
             "VALUES ('agent', 'a', 'a', x'a0', '/nowhere', 0, 0)"
         )
+    return db
+
+
+def _found(db: Database, word: str) -> int:
+    with db.reading() as conn:
+        return conn.execute("SELECT count(*) FROM message_search WHERE message_search MATCH ?", (word,)).fetchone()[0]
+
+
+def test_staged_rows_are_indexed_at_the_end_of_the_group_and_a_failed_group_indexes_none(tmp_path: Path) -> None:
+    db = _database(tmp_path)
     session = SessionStore(db).create("a", "agent")
     with db.transaction() as conn, search.staged(conn):
         search.index(conn, [("the kept needle", session.id)])
@@ -51,13 +57,7 @@ def _titled(db: Database, word: str) -> int:
 def test_titles_of_sessions_created_in_a_group_are_staged_found_by_a_search_in_it_and_rolled_back_with_it(
     tmp_path: Path,
 ) -> None:
-    db = Database(tmp_path / "h.db")
-    with db.transaction() as conn:
-        conn.execute("INSERT INTO accounts (id, name, created_at) VALUES ('a', 'n', 0)")
-        conn.execute(
-            "INSERT INTO agents (id, account_id, name, definition_cbor, state_dir, created_at, updated_at) "
-            "VALUES ('agent', 'a', 'a', x'a0', '/nowhere', 0, 0)"
-        )
+    db = _database(tmp_path)
     sessions = SessionStore(db)
     alone = sessions.create("a", "agent", title="Walrus census")  # outside a group: indexed at once
     assert _titled(db, "walrus") == 1
