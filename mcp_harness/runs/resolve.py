@@ -218,17 +218,18 @@ def has_plan_step(child: RunRecord) -> bool:
 
 def settle_plan_step(host: RunHost, child: RunRecord) -> None:
     """When all children attached to a running plan step succeeded, the runtime marks it done (never failed)."""
-    step_id = child.input.get("planStepId")
-    if child.status != "succeeded" or not step_id or child.parent_run_id is None:  # as `has_plan_step`
+    if not has_plan_step(child):
         return
-    parent = host.runs.find(child.parent_run_id)
+    step_id, parent_run_id = child.input["planStepId"], child.parent_run_id
+    assert parent_run_id is not None  # `has_plan_step` checked it
+    parent = host.runs.find(parent_run_id)
     if parent is not None and parent.kind == "workflow":
         return  # a script's model child: its step belongs to the script's plan, which ctx.step closes
     parent_session = parent_session_of(host, child)
     if parent_session is None:
         return
     with host.db.transaction():
-        siblings = [c for c in host.runs.children(child.parent_run_id) if c.input.get("planStepId") == step_id]
+        siblings = [c for c in host.runs.children(parent_run_id) if c.input.get("planStepId") == step_id]
         if not siblings or any(c.status != "succeeded" for c in siblings):
             return
         plan = host.sessions.get_plan(parent_session)

@@ -77,17 +77,17 @@ def rows_of(session_id: str, payloads: Iterable[dict[str, Any]]) -> list[tuple[s
 def index(conn: Connection, rows: Sequence[tuple[str, str]]) -> None:
     """Index `(text, session_id)` message rows in one statement (`store/batch.py` says why not one per row); inside
     `staged`, into its temp table."""
-    _write(conn, "message_search", "content", rows)
+    _write(conn, "message_search", rows)
 
 
 def index_titles(conn: Connection, rows: Sequence[tuple[str, str]]) -> None:
     """Index new sessions' `(title, session_id)` rows, as the insert trigger did before m023 (a session is created
     without a description); inside `staged`, into its temp table. PostgreSQL keeps its trigger: nothing to do."""
     if backend(conn) == "sqlite":
-        _write(conn, "title_search", "text", [(f"{title}\n", session_id) for title, session_id in rows])
+        _write(conn, "title_search", [(f"{title}\n", session_id) for title, session_id in rows])
 
 
-def _write(conn: Connection, table: str, column: str, rows: Sequence[tuple[str, str]]) -> None:
+def _write(conn: Connection, table: str, rows: Sequence[tuple[str, str]]) -> None:
     if not rows:
         return
     if conn in _STAGING and backend(conn) == "sqlite":
@@ -96,7 +96,7 @@ def _write(conn: Connection, table: str, column: str, rows: Sequence[tuple[str, 
         )
         _STAGED.setdefault(conn, set()).add(table)
     else:
-        insert_rows(conn, f"INSERT INTO {table} ({column}, session_id) VALUES", "(?, ?)", rows)
+        insert_rows(conn, f"INSERT INTO {table} ({_COLUMNS[table]}, session_id) VALUES", "(?, ?)", rows)
 
 
 _STAGING: set[Connection] = set()
