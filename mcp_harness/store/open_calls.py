@@ -26,16 +26,54 @@ class OpenCall:
     """The instance that logged the call; None for calls logged before m008 (their opener is unknown: dead)."""
 
 
-def track(
-    conn: Connection,
-    session_id: str,
-    appended: Sequence[tuple[dict[str, Any], str, int]],
-    instance: str,
-    ts: int,
-) -> None:
-    """Keep the table in step with events just appended (`(payload, actor, seq)`, in the append's transaction). A
-    call answered in the same batch (a quick verb's call and result, committed together) is never open: it gets no
-    row, and its holder's row is not touched for it."""
+Appended = Sequence[tuple[dict[str, Any], str, int]]
+"""Events just appended to one session, as `(payload, actor, seq)`."""
+
+
+def track(conn: Connection, session_id: str, appended: Appended, instance: str, ts: int) -> None:
+    """Keep the table in step with events just appended (in the append's transaction). A call answered in the same
+    batch (a quick verb's call and result, committed together) is never open: it gets no row, and its holder's row
+    is not touched for it."""
+    track_across(conn, [(session_id, appended)], instance, ts)
+
+
+def track_across(conn: Connection, appends: Sequence[tuple[str, Appended]], instance: str, ts: int) -> None:
+    """`track` of several sessions' appends at once (a session may come twice: its events then follow in order).
+
+    Rows of two sessions never share a key, so only each session's own order matters: a session whose change is
+    only opened calls, or only closed ones, joins the others' in one statement (ten parents spawning, or ten parents
+    delivered to, in one batch: one insert or one delete, not ten); a session that both opens and closes makes its
+    changes alone, in its log's order."""
+    by_session: dict[str, list[tuple[dict[str, Any], str, int]]] = {}
+    for session_id, appended in appends:
+        by_session.setdefault(session_id, []).extend(appended)
+    opened: list[tuple[Any, ...]] = []
+    closed: list[tuple[str, str]] = []
+    touched = False
+    for session_id, appended in by_session.items():
+        steps = _steps(session_id, appended, instance, ts)
+        if not touched and any(kind == "open" for kind, _ in steps):
+            instances.touch(conn, [instance])  # pyright: ignore[reportArgumentType]  (typed sqlite3's still)
+            touched = True
+        if len(steps) == 1:
+            kind, part = steps[0]
+            if kind == "open":
+                opened += part
+            else:
+                closed += [(session_id, call_id) for call_id in part]
+            continue
+        for kind, part in steps:
+            if kind == "open":
+                _insert(conn, part)
+            else:
+                _delete(conn, [(session_id, call_id) for call_id in part])
+    _insert(conn, opened)
+    _delete(conn, closed)
+
+
+def _steps(session_id: str, appended: Appended, instance: str, ts: int) -> list[tuple[str, list[Any]]]:
+    """The session's changes in log order: `("open", rows)` for consecutive calls (inserted in one statement before
+    whatever follows them), `("close", call ids)` for consecutive results (deleted in one)."""
     answered_later: set[tuple[int, str]] = set()
     results: set[str] = set()
     for i in range(len(appended) - 1, -1, -1):
@@ -44,36 +82,35 @@ def track(
             results.add(str(payload.get("toolCallId") or ""))
         elif payload["type"] == "tool_call" and payload["id"] in results:
             answered_later.add((i, payload["id"]))
-    touched = False
-    opened: list[tuple[Any, ...]] = []
-    """Consecutive calls, inserted in one statement (a reply's ten delegate calls: one, not ten) before whatever
-    follows them, so rows change in log order."""
-    closed: list[str] = []
-    """Consecutive results, deleted in one statement (a parent's ten children delivered together: one, not ten)."""
+    steps: list[tuple[str, list[Any]]] = []
     for i, (payload, actor, seq) in enumerate(appended):
         if payload["type"] == "tool_call":
             call_id = payload["id"]
             if (i, call_id) in answered_later:
                 continue
-            if not touched:
-                instances.touch(conn, [instance])  # pyright: ignore[reportArgumentType]  (typed sqlite3's still)
-                touched = True
-            _delete(conn, session_id, closed)
-            closed = []
-            opened.append((session_id, call_id, seq, str(payload.get("name") or ""), actor, instance, ts))
+            row = (session_id, call_id, seq, str(payload.get("name") or ""), actor, instance, ts)
+            kind, item = "open", row
         elif payload["type"] == "tool_result":
-            _insert(conn, opened)
-            opened = []
-            closed.append(str(payload.get("toolCallId") or ""))
-    _insert(conn, opened)
-    _delete(conn, session_id, closed)
+            kind, item = "close", str(payload.get("toolCallId") or "")
+        else:
+            continue
+        if steps and steps[-1][0] == kind:
+            steps[-1][1].append(item)
+        else:
+            steps.append((kind, [item]))
+    return steps
 
 
-def _delete(conn: Connection, session_id: str, call_ids: Sequence[str]) -> None:
-    for start in range(0, len(call_ids), CHUNK):
-        part = call_ids[start : start + CHUNK]
-        marks = ", ".join("?" * len(part))
-        conn.execute(f"DELETE FROM open_calls WHERE session_id = ? AND call_id IN ({marks})", (session_id, *part))
+def _delete(conn: Connection, keys: Sequence[tuple[str, str]]) -> None:
+    """Delete the rows of `(session_id, call_id)` keys, one `session_id = ? AND call_id IN (…)` term per session
+    (OR-ed: each term is probes of the primary key; a row-value `IN (VALUES …)` would scan the table)."""
+    for start in range(0, len(keys), CHUNK):
+        by_session: dict[str, list[str]] = {}
+        for session_id, call_id in keys[start : start + CHUNK]:
+            by_session.setdefault(session_id, []).append(call_id)
+        terms = [f"(session_id = ? AND call_id IN ({', '.join('?' * len(ids))}))" for ids in by_session.values()]
+        args = [value for session_id, ids in by_session.items() for value in (session_id, *ids)]
+        conn.execute(f"DELETE FROM open_calls WHERE {' OR '.join(terms)}", args)
 
 
 def _insert(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -125,4 +162,4 @@ def orphaned(conn: Connection, live: Collection[str]) -> list[OpenCall]:
     return [_open(r) for r in rows]
 
 
-__all__ = ["OpenCall", "among", "in_session", "orphaned", "track"]
+__all__ = ["OpenCall", "among", "in_session", "orphaned", "track", "track_across"]

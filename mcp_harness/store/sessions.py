@@ -332,10 +332,7 @@ class SessionStore:
         )
         for session_id, seq, parts in moved:
             payloads.store(conn, session_id, seq, parts, ts)
-        indexed: list[tuple[str, str]] = []
-        for (session_id, _, _), made in zip(numbered, records, strict=True):
-            self._track(conn, session_id, made, ts, indexed)
-        search.index(conn, indexed)
+        self._track(conn, [(session_id, made) for (session_id, _, _), made in zip(numbered, records, strict=True)], ts)
         return records
 
     @staticmethod
@@ -355,21 +352,17 @@ class SessionStore:
         )
         return record, payloads.split(stamped, blob)
 
-    def _track(
-        self,
-        conn: Connection,
-        session_id: str,
-        records: Sequence[EventRecord],
-        ts: int,
-        indexed: list[tuple[str, str]],
-    ) -> None:
-        """What every append keeps in step with the log: open calls, touched callables, and the search index rows,
-        added to `indexed` for the caller to write with other sessions'."""
-        if not records:
-            return
-        open_calls.track(conn, session_id, [(r.payload, r.actor, r.seq) for r in records], self.db.instance_id, ts)
-        touched.track(conn, session_id, [(r.payload, r.actor) for r in records])
-        indexed += search.rows_of(session_id, [r.payload for r in records])
+    def _track(self, conn: Connection, appended: Sequence[tuple[str, Sequence[EventRecord]]], ts: int) -> None:
+        """What every append keeps in step with the log, for the sessions' appends of one statement together: open
+        calls, touched callables, and the search index rows."""
+        calls = [(session_id, [(r.payload, r.actor, r.seq) for r in made]) for session_id, made in appended]
+        open_calls.track_across(conn, calls, self.db.instance_id, ts)
+        indexed: list[tuple[str, str]] = []
+        for session_id, made in appended:
+            if made:
+                touched.track(conn, session_id, [(r.payload, r.actor) for r in made])
+                indexed += search.rows_of(session_id, [r.payload for r in made])
+        search.index(conn, indexed)
 
     def events(self, session_id: str, *, last: int | None = None, after: int | None = None) -> list[EventRecord]:
         """Events in `seq` order; `last` keeps only the newest N, `after` only those with a higher `seq`."""

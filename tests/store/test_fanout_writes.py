@@ -164,3 +164,47 @@ def test_staged_index_rows_land_with_the_commit_and_roll_back_with_their_savepoi
     assert h.sessions.search(h.account_id, "crane", agent_id=None, limit=5) == []
     say("the stork after it")  # outside a group: straight into the index, as before
     assert [s.id for s, _ in h.sessions.search(h.account_id, "stork", agent_id=None, limit=5)] == [session]
+
+
+def test_open_calls_across_sessions_change_as_each_session_alone_would_in_one_statement_each(harness: Harness) -> None:
+    h = harness
+    agent = h.agent().id
+    opening, closing, both, twice = (h.sessions.create(h.account_id, agent).id for _ in range(4))
+
+    def call(call_id: str) -> tuple[dict[str, Any], Actor]:
+        return {"type": "tool_call", "id": call_id, "name": "delegate", "input": {}}, "agent"
+
+    def result(call_id: str) -> tuple[dict[str, Any], Actor]:
+        return {"type": "tool_result", "toolCallId": call_id, "name": "delegate", "output": {}}, "system"
+
+    # The same call ids in every session (a scripted model's are): closing one session's must leave the others'.
+    for session in (closing, both):
+        h.sessions.append_many(session, [call("call-1"), call("call-2")])
+    statements: list[str] = []
+    h.db._conn.set_trace_callback(statements.append)  # pyright: ignore[reportPrivateUsage]
+    try:
+        with h.db.transaction() as conn:
+            h.sessions.append_across_within(
+                conn,
+                [
+                    (opening, [call("call-1"), call("call-2")]),
+                    (closing, [result("call-1"), result("call-2")]),
+                    (both, [result("call-1"), call("call-3"), call("call-4"), result("call-4")]),
+                    (twice, [call("call-1")]),
+                    (twice, [result("call-1"), call("call-2")]),
+                ],  # fmt: skip
+            )
+    finally:
+        h.db._conn.set_trace_callback(None)  # pyright: ignore[reportPrivateUsage]
+    still_open = {s: [c.call_id for c in h.sessions.open_calls(s)] for s in (opening, closing, both, twice)}
+    assert still_open == {
+        opening: ["call-1", "call-2"],
+        closing: [],
+        both: ["call-2", "call-3"],  # call-4 was answered in the same append: never open
+        twice: ["call-2"],  # its two entries are one append: call-1 opened and closed there
+    }
+    # `opening` and `closing` change in one insert and one delete together; `both` (close, open, close) and `twice`
+    # (close, open) both open and close, so each makes its own in its log's order.
+    inserts = [s for s in statements if s.startswith("INSERT INTO open_calls")]
+    deletes = [s for s in statements if s.startswith("DELETE FROM open_calls")]
+    assert (len(inserts), len(deletes)) == (1 + 1 + 1, 1 + 2 + 1)

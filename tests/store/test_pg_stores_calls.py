@@ -103,6 +103,28 @@ def test_appends_track_touched_callables_and_open_calls(any_db: Database, tmp_pa
         assert instances.alive(conn, ["gone-instance"]) == set()  # recorded by the track, not this process
 
 
+# `Database` here: instances.py is typed against SQLite's classes still (not the port's).
+def test_open_calls_of_several_sessions_close_together_and_only_their_own(any_db: Database, tmp_path: Path) -> None:
+    _, first = a_session(any_db, tmp_path)
+    sessions = SessionStore(any_db)
+    second = sessions.create("acct", sessions.get(first).agent_id, title="t2").id
+
+    def call(seq: int) -> tuple[dict[str, object], str, int]:
+        return {"type": "tool_call", "id": f"c{seq}", "name": "delegate", "input": {}}, "agent", seq
+
+    def result(call_id: str, seq: int) -> tuple[dict[str, object], str, int]:
+        return {"type": "tool_result", "toolCallId": call_id, "output": {}}, "system", seq
+
+    with any_db.transaction() as conn:
+        open_calls.track_across(conn, [(first, [call(1), call(2)]), (second, [call(1), call(2)])], "i", 5)
+    with any_db.transaction() as conn:  # one delete for both sessions: each loses only its own c1
+        closed = [(first, [result("c1", 3)]), (second, [result("c1", 3), result("c2", 4)])]
+        open_calls.track_across(conn, closed, "i", 6)
+    with any_db.reading() as conn:
+        assert [c.call_id for c in open_calls.in_session(conn, first)] == ["c2"]
+        assert open_calls.in_session(conn, second) == []
+
+
 # `Database` here: instances.py and RunStore are typed against SQLite's classes still (not the port's).
 def test_run_waits_are_replaced_and_found_by_signal_and_activity(any_db: Database, tmp_path: Path) -> None:
     agent_id, session_id = a_session(any_db, tmp_path)
