@@ -286,7 +286,8 @@ class AgentExecutor:
                 while end < len(calls) and calls[end].name == "delegate":
                     end += 1
                 last = end == len(calls) and turn.result_failures < MAX_RETURN_RESULT_TRIES
-                ids, parked = await engine.offload(self._delegate_group, turn, calls[i:end], spawned if last else None)
+                group = (turn, calls[i:end], spawned if last else None)
+                ids, parked = await engine.offload_batch(self._delegate_groups, group)
                 spawned += ids
                 i = end
             if turn.delivered:
@@ -379,7 +380,7 @@ class AgentExecutor:
     # -- tool calls -----------------------------------------------------------------------------------------
 
     async def _tool_call(self, turn: Turn, call: ToolCall) -> None:
-        """Run one tool call of the model's reply other than `delegate` (see `_delegate_group`).
+        """Run one tool call of the model's reply other than `delegate` (see `_delegate_groups`).
 
         The verbs run on the worker pool, never on the engine's store lane: a read may fetch and a call may execute
         for seconds."""
@@ -410,52 +411,70 @@ class AgentExecutor:
         else:
             await anyio.to_thread.run_sync(lambda: h.invoke_sync(ctx, verb, arguments, call_id=call.id))
 
-    def _delegate_group(
-        self, turn: Turn, calls: Sequence[ToolCall], park_on: list[str] | None
-    ) -> tuple[list[str], bool | None]:
-        """Consecutive delegate calls of one reply, in one transaction. Model children are checked call by call (a
-        refused call logs its error and spawns nothing) and written together, with the calls that spawned them
-        (`ChildBatch`): one statement per table for the reply, and no child without its call, or vice versa.
-        Returns the calls that spawned an awaited child, and, when `park_on` is given (the calls of this reply
-        spawned before these), whether the run parked on all of them in the same transaction (None when it did not
-        try)."""
+    def _delegate_groups(
+        self, groups: list[tuple[Turn, Sequence[ToolCall], list[str] | None]]
+    ) -> list[tuple[list[str], bool | None]]:
+        """Runs of consecutive delegate calls, each of one run's reply, in one transaction (`offload_batch`: in a
+        fan-out ten siblings' replies delegate together). Model children are checked call by call (a refused call
+        logs its error and spawns nothing) and written together, with the calls that spawned them, for all the
+        replies at once (`SpawnWrites`: one statement per table for the batch, not per reply), so no child is
+        without its call, or vice versa. For each group `(turn, calls, park_on)` it returns the calls that spawned
+        an awaited child, and, when `park_on` is given (the calls of that reply spawned before these), whether the
+        run parked on all of them in the same transaction (None when it did not try). Safe to run again item by
+        item: a failure rolls all of it back, and a second run draws new ids."""
+        h = self.services
+        with h.db.transaction():
+            writes = delegate_verb.SpawnWrites(h)
+            spawned = [self._spawn_group(turn, calls, writes) for turn, calls, _ in groups]
+            writes.flush()  # before parking: a call not yet logged would count as answered
+            return [
+                (ids, self._park_after(turn, park_on, ids))
+                for (turn, _, park_on), ids in zip(groups, spawned, strict=True)
+            ]
+
+    def _spawn_group(self, turn: Turn, calls: Sequence[ToolCall], writes: delegate_verb.SpawnWrites) -> list[str]:
+        """One group's children and logged calls, gathered in `writes` (a script or detached call is spawned on its
+        own, after what was gathered before it is written: the log keeps the calls' order)."""
         h = self.services
         run = turn.run
         assert run.session_id is not None
         session_id = run.session_id
-        with h.db.transaction():
-            batch = delegate_verb.ChildBatch(
-                h,
-                agent_id=turn.agent.id,
-                parent_session_id=session_id,
-                parent_run=run,
-                parent_depth=turn.spawn_depth(h),
-            )
-            logged: list[tuple[dict[str, Any], Actor]] = []
-            spawned: list[str] = []
-            for call in calls:
-                arguments = call.arguments
-                if delegate_verb.script_source(arguments) is not None or arguments.get("await") is False:
-                    # Spawned on its own, once the calls before it are written: the log keeps the calls' order.
-                    batch.write(session_id, logged)
-                    logged = []
-                    if self._delegate(turn, call):
-                        spawned.append(call.id)
-                    continue
-                event = {"type": "tool_call", "id": call.id, "name": "delegate", "input": arguments}
-                logged.append((event, "agent"))
-                try:
-                    batch.add(call.id, self._child_spec(turn, arguments))
-                except HarnessError as exc:
-                    outcome = {"type": "tool_result", "toolCallId": call.id, "name": "delegate", "error": exc.message}
-                    logged.append((outcome, "agent"))
-                else:
+        batch = delegate_verb.ChildBatch(
+            h,
+            agent_id=turn.agent.id,
+            parent_session_id=session_id,
+            parent_run=run,
+            parent_depth=turn.spawn_depth(h),
+        )
+        logged: list[tuple[dict[str, Any], Actor]] = []
+        spawned: list[str] = []
+        for call in calls:
+            arguments = call.arguments
+            if delegate_verb.script_source(arguments) is not None or arguments.get("await") is False:
+                batch.write(session_id, logged, into=writes)
+                writes.flush()
+                logged = []
+                if self._delegate(turn, call):
                     spawned.append(call.id)
-            batch.write(session_id, logged)
-            pending = [*(park_on or []), *spawned]
-            if park_on is None or not pending:
-                return spawned, None
-            return spawned, self._park_unless_answered(turn, pending)
+                continue
+            event = {"type": "tool_call", "id": call.id, "name": "delegate", "input": arguments}
+            logged.append((event, "agent"))
+            try:
+                batch.add(call.id, self._child_spec(turn, arguments))
+            except HarnessError as exc:
+                outcome = {"type": "tool_result", "toolCallId": call.id, "name": "delegate", "error": exc.message}
+                logged.append((outcome, "agent"))
+            else:
+                spawned.append(call.id)
+        batch.write(session_id, logged, into=writes)
+        return spawned
+
+    def _park_after(self, turn: Turn, park_on: list[str] | None, spawned: list[str]) -> bool | None:
+        """Whether the run parked on `park_on` and `spawned` together; None when there is nothing to try."""
+        pending = [*(park_on or []), *spawned]
+        if park_on is None or not pending:
+            return None
+        return self._park_unless_answered(turn, pending)
 
     @staticmethod
     def _child_spec(turn: Turn, arguments: dict[str, Any]) -> dict[str, Any]:

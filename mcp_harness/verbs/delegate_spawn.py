@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcp_harness.errors import BadRequest, NotFound
@@ -18,8 +18,8 @@ from mcp_harness.services import Stores
 from mcp_harness.verbs.plan import running_step
 
 if TYPE_CHECKING:
-    from mcp_harness.store.runs import RunRecord
-    from mcp_harness.store.sessions import Actor
+    from mcp_harness.store.runs import NewRun, RunRecord
+    from mcp_harness.store.sessions import Actor, NewSession
 
 MAX_DEPTH = 3
 MAX_CHILDREN_PER_RUN = 10
@@ -185,9 +185,15 @@ class ChildBatch:
             self._step = running_step(self.stores.sessions.get_plan(self.parent_session_id)) or {}
         return self._step
 
-    def write(self, session_id: str | None = None, logged: Sequence[tuple[dict[str, Any], Actor]] = ()) -> None:
+    def write(
+        self,
+        session_id: str | None = None,
+        logged: Sequence[tuple[dict[str, Any], Actor]] = (),
+        into: SpawnWrites | None = None,
+    ) -> None:
         """Write the children added since the last write (sessions, briefs and runs) and `logged`, events of
-        `session_id` (the parent's: the calls that spawned them), in the same batch. Blocking; one transaction."""
+        `session_id` (the parent's: the calls that spawned them), in the same batch. Blocking; one transaction.
+        `into`: gathered there instead, to be written with other parents' (`SpawnWrites.flush`)."""
         from mcp_harness.store.runs import NewRun
         from mcp_harness.store.sessions import NewSession
 
@@ -198,43 +204,65 @@ class ChildBatch:
             return
         stores = self.stores
         parent_run_id = self.parent_run.id if self.parent_run is not None else None
-        with stores.db.transaction():
-            if session_id is not None and logged:
-                stores.sessions.append_many(session_id, logged)
-            stores.sessions.create_many(
-                stores.account_id,
-                [
-                    NewSession(
-                        id=p.session_id,
-                        agent_id=p.agent_id,
-                        kind="child",
-                        title=p.spawned.title,
-                        parent_session_id=self.parent_session_id,
-                        run_id=p.spawned.run_id,
-                        events=[({"type": "message", "role": "user", "content": p.brief}, "agent")],
-                    )
-                    for p in planned
-                ],
+        writes = into if into is not None else SpawnWrites(stores)
+        if session_id is not None and logged:
+            writes.logged.append((session_id, logged))
+        writes.sessions += [
+            NewSession(
+                id=p.session_id,
+                agent_id=p.agent_id,
+                kind="child",
+                title=p.spawned.title,
+                parent_session_id=self.parent_session_id,
+                run_id=p.spawned.run_id,
+                events=[({"type": "message", "role": "user", "content": p.brief}, "agent")],
             )
-            stores.runs.enqueue_many(
-                [
-                    NewRun(
-                        id=p.spawned.run_id,
-                        account_id=stores.account_id,
-                        kind="agent",
-                        title=p.spawned.title,
-                        origin="agent",
-                        agent_id=p.agent_id,
-                        session_id=p.session_id,
-                        input=p.run_input,
-                        parent_run_id=parent_run_id,
-                        parent_tool_call_id=p.tool_call_id,
-                        queue="background",
-                        max_attempts=CHILD_MAX_ATTEMPTS,
-                    )
-                    for p in planned
-                ]
+            for p in planned
+        ]
+        writes.runs += [
+            NewRun(
+                id=p.spawned.run_id,
+                account_id=stores.account_id,
+                kind="agent",
+                title=p.spawned.title,
+                origin="agent",
+                agent_id=p.agent_id,
+                session_id=p.session_id,
+                input=p.run_input,
+                parent_run_id=parent_run_id,
+                parent_tool_call_id=p.tool_call_id,
+                queue="background",
+                max_attempts=CHILD_MAX_ATTEMPTS,
             )
+            for p in planned
+        ]
+        if into is None:
+            writes.flush()
+
+
+@dataclass(slots=True)
+class SpawnWrites:
+    """What `ChildBatch.write` writes, gathered from one parent or several (sibling runs' replies delegating in one
+    batch, `AgentExecutor._delegate_groups`) and written by `flush` in one statement per table: the parents' logged
+    calls, the children's sessions with their briefs, their runs."""
+
+    stores: Stores
+    logged: list[tuple[str, Sequence[tuple[dict[str, Any], Actor]]]] = field(default_factory=list)
+    sessions: list[NewSession] = field(default_factory=list)
+    runs: list[NewRun] = field(default_factory=list)
+
+    def flush(self) -> None:
+        """Write what was gathered, in one transaction, and start again empty. Blocking."""
+        stores = self.stores
+        logged, sessions, runs = self.logged, self.sessions, self.runs
+        self.logged, self.sessions, self.runs = [], [], []
+        if not (logged or sessions or runs):
+            return
+        with stores.db.transaction() as conn:
+            if logged:
+                stores.sessions.append_across_within(conn, logged)
+            stores.sessions.create_many(stores.account_id, sessions)
+            stores.runs.enqueue_many(runs)
 
 
 def scope_of(stores: Stores, parent_run: RunRecord | None, given: Scope | None) -> Scope:
