@@ -109,7 +109,8 @@ class RunEngine:
         self.store = store
         self.executors = dict(executors)
         self.limits = {"agent": max_agent_runs, "workflow": max_workflow_runs}
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{new_id()[:8]}"
+        # The id's random tail: its head is the time (`new_id`), the same for engines made in one millisecond.
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{new_id()[-8:]}"
         self.lease_ms = lease_ms
         self.retry_base_ms = retry_base_ms
         self.retry_cap_ms = retry_cap_ms
