@@ -227,7 +227,7 @@ class Harness:
             self._engine.on_finalized.append(hook)
             from mcp_harness.triggers.chain import on_run_terminal
 
-            self._engine.on_terminal.append(lambda run: on_run_terminal(self, run))
+            self._engine.on_terminal.append(lambda runs: on_run_terminal(self, runs))
         return self._engine
 
     @property

@@ -323,8 +323,7 @@ class AgentExecutor:
                 require_lease(conn, turn.run.id, "reply")
             # The replies go into their sessions in one append (four statements, not four per reply).
             h.sessions.append_across_within(conn, [self._reply_event(turn, response) for turn, response in replies])
-            for turn, response in replies:
-                self._settle_reply(turn, response)
+            self._settle_replies(replies)
         return [None] * len(replies)
 
     @staticmethod
@@ -338,20 +337,28 @@ class AgentExecutor:
         event = {"type": "message", "role": "assistant", "content": response.text, "meta": meta}
         return turn.run.session_id, [(event, "agent")]
 
-    def _settle_reply(self, turn: Turn, response: ModelResponse) -> None:
-        """After its reply is on record: what the run owes now, and its usage; its success, when it ends here."""
+    def _settle_replies(self, replies: list[tuple[Turn, ModelResponse]]) -> None:
+        """After the replies are on record: what each run owes now, and its usage; the successes of the runs that end
+        here, together (one read of their plans, one of their rows, one write: `RunEngine.settle_now_many`)."""
         h = self.services
-        run = turn.run
-        usage = response.usage.to_json()
-        spent = usage if any(usage.values()) else None
-        turn.last_text = response.text or turn.last_text
-        turn.owed = [] if response.tool_calls else self._owed(turn)
-        # The last reply's usage rides on the terminal write: one update of the run's row, not two.
-        if not response.tool_calls and not turn.owed:
-            if h.engine.settle_now(run.id, self._success(turn), usage=spent) is not None:
-                spent = None
-        if spent is not None:
-            h.runs.add_usage(run.id, spent)
+        quiet = [turn.run.session_id for turn, response in replies if not response.tool_calls]
+        plans = h.sessions.plans_of([s for s in quiet if s is not None])
+        ending: list[tuple[str, Outcome, dict[str, int] | None]] = []
+        for turn, response in replies:
+            usage = response.usage.to_json()
+            spent = usage if any(usage.values()) else None
+            turn.last_text = response.text or turn.last_text
+            turn.owed = [] if response.tool_calls else self._owed(turn, plans.get(turn.run.session_id or ""))
+            # The last reply's usage rides on the terminal write: one update of the run's row, not two.
+            if not response.tool_calls and not turn.owed:
+                ending.append((turn.run.id, self._success(turn), spent))
+            elif spent is not None:
+                h.runs.add_usage(turn.run.id, spent)
+        if not ending:
+            return
+        for (run_id, _, spent), settled in zip(ending, h.engine.settle_now_many(ending), strict=True):
+            if settled is None and spent is not None:  # not executing here (any more): the usage still counts
+                h.runs.add_usage(run_id, spent)
 
     settles_atomically = True
     """`settled` opens its own savepoint, only when it writes (see `Executor`): a batch's leaf writes nothing there."""
@@ -552,14 +559,14 @@ class AgentExecutor:
 
     # -- obligations ------------------------------------------------------------------------------------------
 
-    def _owed(self, turn: Turn) -> list[dict[str, Any]]:
+    def _owed(self, turn: Turn, plan: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """What the run still owes once a reply called nothing; `plan`: its session's, as read with the reply's."""
         h = self.services
         run = turn.run
-        assert run.session_id is not None
         owed: list[dict[str, Any]] = []
         if isinstance(turn.spec.get("output"), dict) and not turn.delivered:
             owed.append({"kind": "typed-result"})
-        plan = h.sessions.get_plan(run.session_id) or {}
+        plan = plan or {}
         open_steps = [s["label"] for s in plan.get("steps", []) if s["status"] not in TERMINAL]
         if open_steps and not any(
             c.status in ("queued", "claimed", "running", "waiting") for c in h.runs.children(run.id)

@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import sqlite3
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -33,6 +33,7 @@ from mcp_harness.store._util import new_id, now_ms
 
 if TYPE_CHECKING:
     from mcp_harness.runs.records import RunRecord
+    from mcp_harness.store.run_settle import Settlement
     from mcp_harness.store.runs import RunStore
 
 logger = logging.getLogger(__name__)
@@ -119,11 +120,12 @@ class RunEngine:
         """How often this engine beats (`instances`) and sweeps the runs of dead owners back to the queue: `[runs]
         heartbeat_s`, else the module's beat read when the engine is built (not at import, so a change reaches it)."""
         self.on_finalized: list[FinalizedHook] = []
-        self.on_terminal: list[Callable[[RunRecord], None]] = []
-        """Blocking hooks called inside every terminal commit's transaction: run-completed triggers
-        (`triggers/chain.py`). A hook writes under savepoints of its own (`db.transaction()`), so what it raises
-        leaves nothing of it half done; the failure is logged and the terminal commit stands. (Most terminal commits
-        find no trigger to fire: a savepoint the engine put around every hook cost them two statements each.)"""
+        self.on_terminal: list[Callable[[Sequence[RunRecord]], None]] = []
+        """Blocking hooks called inside every terminal commit's transaction, with the runs it ended (several when
+        they end together, `settle_now_many`): run-completed triggers (`triggers/chain.py`). A hook writes under
+        savepoints of its own (`db.transaction()`), so what it raises leaves nothing of it half done; the failure is
+        logged and the terminal commit stands. (Most terminal commits find no trigger to fire: a savepoint the engine
+        put around every hook cost them two statements each.)"""
         self._running: dict[str, _Slot] = {}
         self._waiters: dict[str, list[_Waiter]] = {}
         # Claiming and cancelling take turns, so a run cancel_tree reports as claimed is always in `_running`.
@@ -392,31 +394,32 @@ class RunEngine:
             owner=owner,
         )
         if done:
-            self._terminal_effects(record)
+            self._terminal_effects([record])
         return record, done
 
-    def _terminal_effects(self, record: RunRecord) -> None:
-        with run_leases.released():  # the effects write to the run just ended (its plan, say): no lease to check
-            self._terminal_effects_of(record)
+    def _terminal_effects(self, records: Sequence[RunRecord]) -> None:
+        with run_leases.released():  # the effects write to the runs just ended (their plan, say): no lease to check
+            self._terminal_effects_of(records)
 
-    def _terminal_effects_of(self, record: RunRecord) -> None:
+    def _terminal_effects_of(self, records: Sequence[RunRecord]) -> None:
         for hook in self.on_terminal:
             try:
-                hook(record)  # its writes under savepoints of its own (see `on_terminal`)
-            except Exception:  # the terminal commit stands without what this hook would have added
-                logger.exception("A terminal hook failed for run %s", record.id)
-        executor = self.executors.get(record.kind)
-        settled = getattr(executor, "settled", None)
-        if settled is None:
-            return
-        try:
-            if getattr(executor, "settles_atomically", False):
-                settled(record)
-            else:
-                with self.store.db.transaction():
+                hook(records)  # its writes under savepoints of its own (see `on_terminal`)
+            except Exception:  # the terminal commits stand without what this hook would have added
+                logger.exception("A terminal hook failed for run %s", ", ".join(r.id for r in records))
+        for record in records:
+            executor = self.executors.get(record.kind)
+            settled = getattr(executor, "settled", None)
+            if settled is None:
+                continue
+            try:
+                if getattr(executor, "settles_atomically", False):
                     settled(record)
-        except Exception:  # the terminal commit stands; the boot reconciliation redoes what was lost
-            logger.exception("The terminal effects of run %s failed", record.id)
+                else:
+                    with self.store.db.transaction():
+                        settled(record)
+            except Exception:  # the terminal commit stands; the boot reconciliation redoes what was lost
+                logger.exception("The terminal effects of run %s failed", record.id)
 
     def applies_terminal_effects(self, kind: str) -> bool:
         """Whether terminal commits of `kind` runs carry their executor's effects (see `Executor`)."""
@@ -447,6 +450,37 @@ class RunEngine:
 
         self.store.db.after_commit(committed)
         return record
+
+    def settle_now_many(self, items: Sequence[Settlement]) -> list[RunRecord | None]:
+        """`settle_now` of several runs ending together (a fan-out's leaves replying in one batch), in the caller's
+        open transaction: their rows read and written in one statement each (`RunStore.settle_many_within`), the
+        terminal hooks called once with all of them. None for a run not executing in this engine. Blocking."""
+        slots = [self._running.get(run_id) for run_id, _, _ in items]
+        chosen = [
+            (run_id, Canceled() if slot.scope.cancel_called else outcome, usage)
+            for (run_id, outcome, usage), slot in zip(items, slots, strict=True)
+            if slot is not None
+        ]
+        if not chosen:
+            return [None] * len(items)
+        with self.store.db.reading() as conn:
+            if not conn.in_transaction:
+                raise RuntimeError("settle_now_many needs the caller's open transaction.")
+            settled = self.store.settle_many_within(
+                conn, chosen, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms, owner=self.owner
+            )
+            ended = [record for record, done in settled if done]
+            if ended:
+                self._terminal_effects(ended)
+        live = [slot for slot in slots if slot is not None]
+
+        def committed() -> None:
+            for slot, pair in zip(live, settled, strict=True):
+                slot.settled = pair
+
+        self.store.db.after_commit(committed)
+        answers = iter(record for record, _ in settled)
+        return [None if slot is None else next(answers) for slot in slots]
 
     async def _finished(self, record: RunRecord) -> None:
         """Fire the hooks for a terminal commit, then release `wait_for` callers (so they see the hooks' effects)."""
@@ -562,8 +596,8 @@ class RunEngine:
         with self.store.db.transaction():
             canceled, live = self.store.cancel_tree(run_id)
             records = [self.store.get(rid) for rid in canceled]
-            for record in records:
-                self._terminal_effects(record)
+            if records:
+                self._terminal_effects(records)
         return records, live
 
     def running_ids(self) -> set[str]:

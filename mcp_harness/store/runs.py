@@ -8,9 +8,7 @@ executes is not this module's business: it only records where each run stands.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
@@ -21,19 +19,14 @@ from mcp_harness.runs.outcomes import Canceled, Failed, Outcome, Parked, Succeed
 from mcp_harness.runs.policy import (
     RETRY_BASE_MS,
     RETRY_CAP_MS,
-    park_wake_at,
-    plus,
-    retry_delay_ms,
-    tokens,
-    usage_delta,
 )
 from mcp_harness.runs.records import LIVE, TERMINAL, RunKind, RunOrigin, RunQueue, RunRecord, RunStatus, continued_as
-from mcp_harness.store import dialect, run_usage
 from mcp_harness.store._util import new_id, now_ms
 from mcp_harness.store.batch import insert_rows
 from mcp_harness.store.db import Database
 from mcp_harness.store.run_claims import RunClaims, dump_cbor, load_cbor, run_record
-from mcp_harness.store.run_leases import RunLeases, held_elsewhere, require_lease
+from mcp_harness.store.run_leases import RunLeases, require_lease
+from mcp_harness.store.run_settle import RunSettle, locked
 
 logger = logging.getLogger(__name__)
 
@@ -58,18 +51,12 @@ class NewRun:
     max_attempts: int = 1
 
 
-def _locked(conn: sqlite3.Connection, of: str = "") -> str:
-    """`FOR UPDATE` on PostgreSQL, where claims run beside the writers (run_claims.py): a row read to decide a write
-    is the row as a concurrent claim left it. SQLite's one writer needs nothing."""
-    return f" FOR UPDATE{of}" if dialect.backend(conn) == "postgres" else ""
-
-
 def _check(what: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise BadRequest(f"Unknown run {what} {value!r}; use one of: {', '.join(allowed)}.")
 
 
-class RunStore(RunClaims, RunLeases):
+class RunStore(RunClaims, RunLeases, RunSettle):
     """The `runs` table: enqueue, claim, park, finalize, cancel, account usage. Methods block on SQLite.
 
     `retry_base_ms`/`retry_cap_ms` shape the backoff of retryable failures (tests shrink them).
@@ -361,93 +348,11 @@ class RunStore(RunClaims, RunLeases):
                 "UPDATE runs SET plan_cbor = ?, updated_at = ? WHERE id = ?", (dump_cbor(plan), now_ms(), run_id)
             )
 
-    # -- finalize, cancel, usage -------------------------------------------------------------------------------------
+    # -- finalize, cancel ----------------------------------------------------------------------------------------------
 
     def finalize(self, run_id: str, outcome: Outcome) -> RunRecord:
         """Record what an execution produced; see `settle`."""
         return self.settle(run_id, outcome)[0]
-
-    def settle(
-        self,
-        run_id: str,
-        outcome: Outcome,
-        *,
-        retry_base_ms: int | None = None,
-        retry_cap_ms: int | None = None,
-        usage: Mapping[str, Any] | None = None,
-        owner: str | None = None,
-    ) -> tuple[RunRecord, bool]:
-        """Record an outcome; the flag says whether this call made the run terminal (so hooks fire once). `usage`
-        (the tokens of the execution's last reply) is added as `add_usage` would, in the same write: a terminal
-        commit carries it in its own update, so a run's last reply costs one write of its row, not two.
-
-        An outcome for a terminal run is discarded: a cancel that landed mid-execution sticks. `Parked` only parks
-        a claimed/running row (the execution's own state); a row already waiting or requeued is left as it is.
-        A retryable failure
-        with attempts left goes back to the queue after a backoff, keeping its error. A terminal commit rolls the
-        run's usage into its parent's `children` block in the same transaction. With `owner` (an execution's own
-        outcome) the outcome is dropped, and logged, unless the row is still live under that lease (run_leases.py).
-
-        Raises:
-            NotFound: no such run.
-        """
-        with self.db.transaction() as conn:
-            return self.settle_within(
-                conn, run_id, outcome, retry_base_ms=retry_base_ms, retry_cap_ms=retry_cap_ms, usage=usage, owner=owner
-            )
-
-    def settle_within(
-        self,
-        conn: sqlite3.Connection,
-        run_id: str,
-        outcome: Outcome,
-        *,
-        retry_base_ms: int | None = None,
-        retry_cap_ms: int | None = None,
-        usage: Mapping[str, Any] | None = None,
-        owner: str | None = None,
-    ) -> tuple[RunRecord, bool]:
-        """`settle` in the caller's transaction (`conn`), without a savepoint of its own: for the engine, whose
-        terminal commit wraps it with the terminal effects and fails whole."""
-        if not conn.in_transaction:
-            raise RuntimeError("settle_within needs the caller's open transaction.")
-        row = self._row(conn, run_id)
-        lost = owner is not None and held_elsewhere(row, owner)
-        delta = usage_delta(usage) if usage else None
-        if delta is not None and (lost or row["status"] in TERMINAL or not isinstance(outcome, Succeeded | Canceled)):
-            row = self._add_usage(conn, row, delta)  # not a terminal write of ours: the usage goes on its own
-            delta = None
-        if row["status"] in TERMINAL:
-            return run_record(row), False
-        if lost:  # another engine took the run over: it decides now
-            state, holder = row["status"], row["lease_owner"]
-            logger.warning("Run %s is %s by %s, not %s: its outcome is dropped", run_id, state, holder, owner)
-            return run_record(row), False
-        if isinstance(outcome, Parked):
-            if row["status"] not in ("claimed", "running"):
-                # The executor parked the row itself and a child already requeued it (or it is waiting):
-                # parking again would lose that wake-up.
-                return run_record(row), False
-            return self._park(conn, row, outcome.wait), False
-        if isinstance(outcome, Succeeded):
-            return self._terminal(conn, row, "succeeded", output=outcome.output, delta=delta), True
-        if isinstance(outcome, Canceled):
-            return self._terminal(conn, row, "canceled", output=outcome.output, delta=delta), True
-        error = outcome.to_error()
-        if outcome.retryable and row["attempt"] < row["max_attempts"]:
-            ts = now_ms()
-            delay = retry_delay_ms(
-                row["attempt"],
-                base_ms=self.retry_base_ms if retry_base_ms is None else retry_base_ms,
-                cap_ms=self.retry_cap_ms if retry_cap_ms is None else retry_cap_ms,
-            )
-            again = conn.execute(
-                "UPDATE runs SET status = 'queued', error_cbor = ?, wait_cbor = NULL, not_before = ?, "
-                "lease_owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? RETURNING *",
-                (dump_cbor(error), ts + delay, ts, run_id),
-            ).fetchone()
-            return run_record(again), False
-        return self._terminal(conn, row, "failed", error=error), True
 
     def cancel_tree(self, run_id: str) -> tuple[list[str], list[str]]:
         """Cancel the run and its descendants (over `parent_run_id`).
@@ -465,7 +370,7 @@ class RunStore(RunClaims, RunLeases):
             rows = conn.execute(
                 "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT r.id FROM runs r JOIN tree t "
                 "ON r.parent_run_id = t.id) SELECT r.* FROM runs r JOIN tree t ON r.id = t.id "
-                f"ORDER BY r.depth DESC, r.created_at, r.id{_locked(conn, ' OF r')}",
+                f"ORDER BY r.depth DESC, r.created_at, r.id{locked(conn, ' OF r')}",
                 (run_id,),
             ).fetchall()
             # Deepest first, so a canceled child has rolled its usage up before its own parent rolls up in turn.
@@ -477,85 +382,11 @@ class RunStore(RunClaims, RunLeases):
                     live.append(row["id"])
         return canceled, live
 
-    def add_usage(self, run_id: str, usage: Mapping[str, Any]) -> None:
-        """Add spent tokens to the run's own counters. Counters accumulate across turns, retries and resumes.
-
-        Raises:
-            NotFound: no such run.
-        """
-        delta = usage_delta(usage)
-        with self.db.transaction() as conn:
-            self._add_usage(conn, self._row(conn, run_id), delta)
-
-    def _add_usage(self, conn: sqlite3.Connection, row: sqlite3.Row, delta: Mapping[str, int]) -> sqlite3.Row:
-        """`add_usage` on a row just read; returns the row as updated."""
-        current = load_cbor(row["usage_cbor"]) or {}
-        updated = {**current, **plus(tokens(current), delta)}
-        after = conn.execute(
-            "UPDATE runs SET usage_cbor = ?, updated_at = ? WHERE id = ? RETURNING *",
-            (dump_cbor(updated), now_ms(), row["id"]),
-        ).fetchone()
-        if row["status"] in TERMINAL and row["parent_run_id"] is not None:
-            # Tokens reported after the terminal commit (a canceled turn's last response) still belong to the tree.
-            run_usage.roll_up(conn, row["parent_run_id"], delta, runs=0)
-        return after
-
     # -- helpers -----------------------------------------------------------------------------------------------------
 
     def _select(self, sql: str, args: tuple[Any, ...]) -> list[RunRecord]:
         with self.db.reading() as conn:
             return [run_record(r) for r in conn.execute(sql, args).fetchall()]
-
-    @staticmethod
-    def _row(conn: sqlite3.Connection, run_id: str) -> sqlite3.Row:
-        row = conn.execute(f"SELECT * FROM runs WHERE id = ?{_locked(conn)}", (run_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"No run {run_id}.")
-        return row
-
-    @staticmethod
-    def _park(conn: sqlite3.Connection, row: sqlite3.Row, wait: dict[str, Any]) -> RunRecord:
-        if row["status"] in TERMINAL:
-            return run_record(row)
-        parked = conn.execute(
-            "UPDATE runs SET status = 'waiting', wait_cbor = ?, not_before = ?, lease_owner = NULL, "
-            "lease_expires_at = NULL, updated_at = ? WHERE id = ? RETURNING *",
-            (dump_cbor(wait), park_wake_at(wait), now_ms(), row["id"]),
-        ).fetchone()
-        return run_record(parked)
-
-    def _terminal(
-        self,
-        conn: sqlite3.Connection,
-        row: sqlite3.Row,
-        status: str,
-        *,
-        output: Any = None,
-        error: Any = None,
-        delta: Mapping[str, int] | None = None,
-    ) -> RunRecord:
-        ts = now_ms()
-        usage = None
-        if delta is not None:  # the last reply's tokens, added in this same write (see `settle`)
-            current = load_cbor(row["usage_cbor"]) or {}
-            usage = dump_cbor({**current, **plus(tokens(current), delta)})
-        done = run_record(
-            conn.execute(
-                "UPDATE runs SET status = ?, output_cbor = COALESCE(?, output_cbor), error_cbor = ?, wait_cbor = NULL, "
-                "not_before = NULL, lease_owner = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?, "
-                "usage_cbor = COALESCE(?, usage_cbor) WHERE id = ? RETURNING *",
-                (status, dump_cbor(output), dump_cbor(error), ts, ts, usage, row["id"]),
-            ).fetchone()
-        )
-        if done.parent_run_id is not None:
-            usage = done.usage or {}
-            run_usage.child_ended(conn, done.parent_run_id, plus(tokens(usage), tokens(usage.get("children"))))
-        return done
-
-    def roll_ups_grouped(self, conn: sqlite3.Connection) -> AbstractContextManager[None]:
-        """Inside, in `conn`'s open transaction: terminal commits hold their roll-up into the parent's usage, and at
-        the end each parent gets one, of all its children's (`run_usage.grouped`)."""
-        return run_usage.grouped(conn)
 
 
 __all__ = [

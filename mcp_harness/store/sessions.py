@@ -402,6 +402,17 @@ class SessionStore:
             return None
         return cbor2.loads(row[0])
 
+    def plans_of(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """`get_plan` of several sessions in one read: those with a plan, by id (a fan-out's replies ask together)."""
+        if not session_ids:
+            return {}
+        ids = list(dict.fromkeys(session_ids))
+        with self.db.reading() as conn:
+            marks = ",".join("?" * len(ids))
+            sql = f"SELECT id, plan_cbor FROM sessions WHERE id IN ({marks}) AND plan_cbor IS NOT NULL"
+            rows = conn.execute(sql, ids).fetchall()
+        return {r[0]: cbor2.loads(r[1]) for r in rows}
+
     def set_plan(self, session_id: str, plan: dict[str, Any] | None) -> None:
         data = None if plan is None else cbor2.dumps(plan, canonical=True)
         with self.db.transaction() as conn:

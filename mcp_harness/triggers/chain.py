@@ -16,6 +16,7 @@ so the children of a trigger-started run cannot feed a trigger back forever (HAR
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcp_harness.triggers.fire import FireHost, fire
@@ -29,18 +30,31 @@ logger = logging.getLogger(__name__)
 MAX_HOPS = 8
 
 
-def on_run_terminal(host: FireHost, run: RunRecord) -> None:
-    """Settle the run's own firing and fire matching run-completed triggers. Blocking, in the terminal commit; each
-    write under a savepoint of its own (the engine opens none around its hooks), so a failure leaves none half done."""
-    if run.trigger_firing_id is not None:
-        with host.db.transaction():
-            settle_firing(host, run)
-    for trigger in host.triggers.enabled_of_type(run.account_id, "run-completed"):
+def on_run_terminal(host: FireHost, runs: Sequence[RunRecord]) -> None:
+    """Settle each run's own firing and fire matching run-completed triggers. Blocking, in the terminal commit; each
+    write under a savepoint of its own (the engine opens none around its hooks), so a failure leaves none half done.
+    Runs ending together (a fan-out's leaves) read their account's enabled triggers once, not once each."""
+    enabled: dict[str, list[TriggerRecord]] = {}
+    for run in runs:
+        if run.trigger_firing_id is not None:
+            with host.db.transaction():
+                settle_firing(host, run)
+        if run.account_id not in enabled:
+            enabled[run.account_id] = host.triggers.enabled_of_type(run.account_id, "run-completed")
+        if _fire_for(host, enabled[run.account_id], run):
+            del enabled[run.account_id]  # a firing may change what is enabled: the next run reads again
+
+
+def _fire_for(host: FireHost, triggers: list[TriggerRecord], run: RunRecord) -> bool:
+    """Fire the triggers among `triggers` that `run` matches; whether any firing was tried."""
+    tried = False
+    for trigger in triggers:
         if not matches(trigger.source, run):
             continue
         if in_chain(host, trigger, run):
             logger.info("Trigger %s skipped for run %s: it is already in that run's chain", trigger.id, run.id)
             continue
+        tried = True
         try:
             with host.db.transaction():
                 fire(
@@ -53,6 +67,7 @@ def on_run_terminal(host: FireHost, run: RunRecord) -> None:
         except Exception as exc:  # one trigger's failure must not undo the terminal commit or the other firings
             logger.exception("Firing trigger %s for run %s failed", trigger.id, run.id)
             host.triggers.set_error(trigger.id, f"Could not fire for run {run.id}: {exc}")
+    return tried
 
 
 def settle_firing(host: FireHost, run: RunRecord) -> None:

@@ -153,16 +153,16 @@ async def test_a_batch_that_fails_is_run_again_reply_by_reply_and_only_the_bad_o
 ) -> None:
     h = scripted
     batches = _spy_batches(monkeypatch)
-    real = AgentExecutor._settle_reply
+    real = AgentExecutor._owed
     lost: list[str] = []
 
-    def reply(self: AgentExecutor, turn: Any, response: ModelResponse) -> None:
+    def owed(self: AgentExecutor, turn: Any, plan: Any) -> list[dict[str, Any]]:
         if turn.run.title.startswith("Leaf 1"):
             lost.append(turn.run.id)
             raise RuntimeError("the disk is on fire")
-        real(self, turn, response)
+        return real(self, turn, plan)
 
-    monkeypatch.setattr(AgentExecutor, "_settle_reply", reply)
+    monkeypatch.setattr(AgentExecutor, "_owed", owed)
     out = await _fan_out_held(h, monkeypatch)
     root, session = _root_of(h)
     leaves = _leaf_ids(h, root)

@@ -4,6 +4,7 @@ records its error and the next occurrence still fires, and run-completed chains 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from mcp_harness.binding import SessionBinding
 from mcp_harness.harness import Harness
 from mcp_harness.runs.records import RunRecord
 from mcp_harness.store.triggers import TriggerRecord
-from mcp_harness.triggers.chain import matches
+from mcp_harness.triggers.chain import matches, on_run_terminal
 from mcp_harness.triggers.fire import CONTEXT_NOTE, fire
 from tests.conftest import scripted_harness
 from tests.triggers.triggerkit import HOUR, Clock, firings, save_trigger, schedule
@@ -228,3 +229,24 @@ def test_a_firing_from_outside_text_with_a_lone_surrogate_is_kept(harness: Harne
     firing = fire(harness, trigger=trigger, dedupe_key="k", activity={"body": "a\ud800b"}, summary="from \udfff")
     assert firing is not None and firing.activity == {"body": "a\ufffdb"} and firing.session_id is not None
     assert harness.sessions.get(firing.session_id).title == "hook — from ?"
+
+
+def test_runs_ending_together_read_the_enabled_triggers_once_until_one_fires(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watch = save_trigger(harness, "watch", {"type": "run-completed", "titleMatch": "report"}, now=1, prompt="Look.")
+    titles = ["quiet 1", "quiet 2", "the report", "quiet 3"]
+    ended = [dataclasses.replace(start_run(harness, t), status="succeeded") for t in titles]
+    reads: list[str] = []
+    real = harness.triggers.enabled_of_type
+
+    def enabled_of_type(account_id: str, source_type: str) -> list[TriggerRecord]:
+        reads.append(source_type)
+        return real(account_id, source_type)
+
+    monkeypatch.setattr(harness.triggers, "enabled_of_type", enabled_of_type)
+    with harness.db.transaction():
+        on_run_terminal(harness, ended)  # as one terminal commit of four runs calls it
+    (firing,) = firings(harness, watch)
+    assert firing.activity is not None and firing.activity["runId"] == ended[2].id
+    assert reads == ["run-completed"] * 2  # once for the first three; again after the firing, which may change them
