@@ -17,7 +17,6 @@ from mcp_harness.runs import Canceled, Failed, Parked, Succeeded
 from mcp_harness.runs.records import RunRecord
 from mcp_harness.store.agents import AgentStore
 from mcp_harness.store.db import Database
-from mcp_harness.store.port import Store
 from mcp_harness.store.run_settle import Settlement
 from mcp_harness.store.runs import RunStore
 from tests.store.pgkit import any_db_fixture  # noqa: F401  (the fixture)
@@ -66,7 +65,8 @@ def _settled(runs: RunStore, settle: Callable[[Any, list[Settlement]], list[tupl
     return parent, pairs, stored
 
 
-def test_runs_settled_together_end_as_each_settled_alone(any_db: Store, tmp_path: Path) -> None:
+# `Database` here: RunStore is typed against SQLite's classes still (not the port's), as in test_pg_stores.py.
+def test_runs_settled_together_end_as_each_settled_alone(any_db: Database, tmp_path: Path) -> None:
     AgentStore(any_db, tmp_path).ensure_account("acct", "owner")
     runs = RunStore(any_db)
     one_by_one = _settled(
@@ -90,7 +90,7 @@ def test_runs_settled_together_end_as_each_settled_alone(any_db: Store, tmp_path
     )  # the three ended here and the one before
 
 
-def test_a_missing_run_fails_the_batch_before_anything_is_written(any_db: Store, tmp_path: Path) -> None:
+def test_a_missing_run_fails_the_batch_before_anything_is_written(any_db: Database, tmp_path: Path) -> None:
     AgentStore(any_db, tmp_path).ensure_account("acct", "owner")
     runs = RunStore(any_db)
     _, kids = _family(runs, "m")
