@@ -177,12 +177,15 @@ def read_tool(ctx: VerbContext, name: str, fmt: str) -> VerbResult:
     return VerbResult.of(data, listing["markdown"], fmt=fmt)
 
 
-def promoted_callables(host: ToolHost, agent: AgentRecord, session_id: str) -> dict[str, VerbSpec]:
+def promoted_callables(
+    host: ToolHost, agent: AgentRecord, session_id: str, *, touched: set[str] | None = None
+) -> dict[str, VerbSpec]:
     """Callables this session has touched (`read ~/tools/<n>` or `call <n>` by a non-user actor) that the agent may
     call — granted builtins and its enabled authored lambdas — with the contract each is served under. The touched
     names are durable (`store/touched.py`), so promotion survives restarts (HARNESS §5), and reading them costs the
-    same however long the session is."""
-    touched = host.sessions.touched(session_id)
+    same however long the session is. `touched`: the session's names, when the caller read them already."""
+    if touched is None:
+        touched = host.sessions.touched(session_id)
     if not touched:
         return {}
     aliased = {callable_alias(name) for name in touched}

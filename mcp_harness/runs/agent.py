@@ -40,6 +40,7 @@ from mcp_harness.runs.resolve import (
     reconcile_session,
     settle_plan_step,
 )
+from mcp_harness.runs.start_reads import SessionReads, StartReads
 from mcp_harness.scope import Scope
 from mcp_harness.store.run_leases import require_lease
 from mcp_harness.verbs import delegate as delegate_verb
@@ -174,32 +175,35 @@ class AgentExecutor:
         others start. Safe to run again: a start's one write (answering its session's interrupted calls) is a
         transaction of its own, which a second run finds done."""
         started: list[tuple[Turn, Any, ModelRequest | Exception] | HarnessError | None] = []
+        reads = StartReads.of(self.services, runs)  # one read of each kind for them all
         for run in runs:
             try:
-                started.append(self._start(run))
+                started.append(self._start(run, reads))
             except HarnessError as exc:
                 started.append(exc)
         return started
 
-    def _start(self, run: RunRecord) -> tuple[Turn, Any, ModelRequest | Exception] | None:
+    def _start(self, run: RunRecord, reads: StartReads) -> tuple[Turn, Any, ModelRequest | Exception] | None:
         """`_prepare` and the first model request in one trip off the loop, so a run's model call starts as soon as
         its set-up is done. Building the request may fail; that failure is handed back, and raised on the loop
         where `_model_turns` would have raised it (a set-up failure is a config error, a request failure is not).
         """
-        prepared = self._prepare(run)
+        prepared = self._prepare(run, reads)
         if prepared is None:
             return None
         turn, client = prepared
+        assert run.session_id is not None
         try:
-            first: ModelRequest | Exception = self._request(turn, self._start_index.of(self.services, turn.agent))
+            space = self._start_index.of(self.services, turn.agent)
+            first: ModelRequest | Exception = self._request(turn, space, reads.of_session(run.session_id))
         except Exception as exc:  # re-raised by `_model_turns`, exactly as if built there
             first = exc
         return turn, client, first
 
-    def _prepare(self, run: RunRecord) -> tuple[Turn, Any] | None:
+    def _prepare(self, run: RunRecord, reads: StartReads) -> tuple[Turn, Any] | None:
         h = self.services
         assert run.session_id is not None and run.agent_id is not None
-        state = h.runs.status_of(run.id)
+        state = reads.states.get(run.id)
         if state is None or state[0] != "running":
             return None
         spec = spec_of(h, run)
@@ -207,8 +211,10 @@ class AgentExecutor:
         prompt = agent.definition.system_prompt
         if len(prompt.encode("utf-8")) > 64 * 1024:
             raise BadRequest("The system prompt is over 64 KiB.")
-        calls_open = reconcile_session(h, run.session_id, interrupted_text=INTERRUPTED)
-        turn = Turn(run=run, agent=agent, spec=spec, calls_open=calls_open)
+        opened = run.session_id in reads.open  # a session without a call open has nothing to reconcile
+        calls_open = opened and reconcile_session(h, run.session_id, interrupted_text=INTERRUPTED)
+        depth = delegate_verb.spawn_depth(h, run, client_roots=reads.client_roots)
+        turn = Turn(run=run, agent=agent, spec=spec, calls_open=calls_open, depth=depth)
         return turn, self._client(turn)
 
     def _client(self, turn: Turn) -> Any:
@@ -218,23 +224,25 @@ class AgentExecutor:
 
     # -- the model conversation ---------------------------------------------------------------------------------
 
-    def _request(self, turn: Turn, space: str | None = None) -> ModelRequest:
-        """The next model request; `space`: its `<space>` index, when `_start` has it already."""
+    def _request(self, turn: Turn, space: str | None = None, read: SessionReads | None = None) -> ModelRequest:
+        """The next model request; `space`: its `<space>` index, and `read`: its session's reads, when `_start` has
+        them already."""
         h = self.services
         run, agent = turn.run, turn.agent
         assert run.session_id is not None
-        events = h.sessions.events(run.session_id)
+        events = h.sessions.events(run.session_id) if read is None else read.events
         pending = pending_spawns(h, run.session_id) if turn.calls_open else set[str]()
         turn.calls_open = True  # from here on the turn's own calls may be open
         messages = replay(events, pending_spawns=pending)
         messages = with_images(h, agent, run, events, messages)  # images reach a model that takes them (issue 18)
-        block = plan_state(h.sessions.get_plan(run.session_id))
+        block = plan_state(h.sessions.get_plan(run.session_id) if read is None else read.plan)
         if block:
             messages.append(Message(role="user", content=block))
         tools = list(_VERB_TOOLS)
         if turn.spawn_depth(h) + 1 > delegate_verb.MAX_DEPTH:
             tools = [t for t in tools if t.name != "delegate"]
-        for name, spec in promoted_callables(h, agent, run.session_id).items():
+        touched = None if read is None else read.touched
+        for name, spec in promoted_callables(h, agent, run.session_id, touched=touched).items():
             tools.append(ToolSpec(name=name, description=spec.description, input_schema=spec.input_schema))
         if isinstance(turn.spec.get("output"), dict) and not turn.delivered:
             tools.append(

@@ -143,6 +143,15 @@ def in_session(conn: Connection, session_id: str) -> list[OpenCall]:
     return [_open(r) for r in rows]
 
 
+def sessions_among(conn: Connection, session_ids: Sequence[str]) -> set[str]:
+    """Which of the sessions have any call open."""
+    if not session_ids:
+        return set()
+    marks = ", ".join("?" for _ in session_ids)
+    rows = conn.execute(f"SELECT DISTINCT session_id FROM open_calls WHERE session_id IN ({marks})", list(session_ids))
+    return {str(r[0]) for r in rows.fetchall()}
+
+
 def among(conn: Connection, session_id: str, call_ids: Sequence[str]) -> set[str]:
     """Which of `call_ids` are open on the session."""
     wanted = sorted(set(call_ids))

@@ -266,6 +266,30 @@ class RunStore(RunClaims, RunLeases, RunSettle):
             ).fetchone()
         return row is not None and bool(row[0])
 
+    def statuses_of(self, run_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any] | None]]:
+        """`status_of` of several runs in one read (a missing run is absent)."""
+        if not run_ids:
+            return {}
+        ids = list(dict.fromkeys(run_ids))
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                f"SELECT id, status, wait_cbor FROM runs WHERE id IN ({','.join('?' * len(ids))})", ids
+            ).fetchall()
+        return {str(r[0]): (str(r[1]), load_cbor(r[2])) for r in rows}
+
+    def started_by_client_among(self, run_ids: Sequence[str]) -> set[str]:
+        """Which of the runs `started_by_client` is true of, in one read."""
+        if not run_ids:
+            return set()
+        ids = list(dict.fromkeys(run_ids))
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                f"SELECT id FROM runs WHERE id IN ({','.join('?' * len(ids))}) "
+                "AND parent_run_id IS NULL AND parent_tool_call_id IS NOT NULL",
+                ids,
+            ).fetchall()
+        return {str(r[0]) for r in rows}
+
     def chain_end(self, run_id: str) -> RunRecord:
         """The run, or the last successor of the `ctx.continue_as_new` chain it starts: the one that answers.
 

@@ -395,6 +395,29 @@ class SessionStore:
         resolver = payloads.Resolver(self.db)
         return [_event(r, resolver) for r in rows]
 
+    def events_of(self, session_ids: Sequence[str]) -> dict[str, list[EventRecord]]:
+        """`events` of several sessions in one read, each in `seq` order (the starts of runs claimed together)."""
+        ids = list(dict.fromkeys(session_ids))
+        if not ids:
+            return {}
+        try:
+            return self._events_of(ids)
+        except payloads.MissingValue:  # as in `events`: pruned between the read and the value's fetch
+            return self._events_of(ids)
+
+    def _events_of(self, ids: list[str]) -> dict[str, list[EventRecord]]:
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                f"SELECT * FROM session_events WHERE session_id IN ({','.join('?' * len(ids))}) "
+                "ORDER BY session_id, seq",
+                ids,
+            ).fetchall()
+        resolver = payloads.Resolver(self.db)
+        out: dict[str, list[EventRecord]] = {session_id: [] for session_id in ids}
+        for row in rows:
+            out[row["session_id"]].append(_event(row, resolver))
+        return out
+
     def get_plan(self, session_id: str) -> dict[str, Any] | None:
         with self.db.reading() as conn:
             row = conn.execute("SELECT plan_cbor FROM sessions WHERE id = ?", (session_id,)).fetchone()
@@ -428,6 +451,16 @@ class SessionStore:
         """The callable names this session's agent-side calls have touched (promotion, HARNESS §5)."""
         with self.db.reading() as conn:
             return touched.names(conn, session_id)
+
+    def touched_of(self, session_ids: Sequence[str]) -> dict[str, set[str]]:
+        """`touched` of several sessions in one read (only those that touched anything)."""
+        with self.db.reading() as conn:
+            return touched.names_of(conn, list(dict.fromkeys(session_ids)))
+
+    def with_open_calls(self, session_ids: Sequence[str]) -> set[str]:
+        """Which of the sessions have a call open (a start reconciles only those)."""
+        with self.db.reading() as conn:
+            return open_calls.sessions_among(conn, list(dict.fromkeys(session_ids)))
 
     def open_calls(self, session_id: str) -> list[OpenCall]:
         """The session's calls without a result yet, in log order."""

@@ -51,4 +51,16 @@ def names(conn: Connection, session_id: str) -> set[str]:
     return {str(row[0]) for row in rows}
 
 
-__all__ = ["names", "touched_name", "track"]
+def names_of(conn: Connection, session_ids: list[str]) -> dict[str, set[str]]:
+    """`names` of several sessions in one read; a session that touched nothing is absent."""
+    if not session_ids:
+        return {}
+    marks = ",".join("?" * len(session_ids))
+    rows = conn.execute(f"SELECT session_id, name FROM session_touched WHERE session_id IN ({marks})", session_ids)
+    out: dict[str, set[str]] = {}
+    for row in rows.fetchall():
+        out.setdefault(str(row[0]), set()).add(str(row[1]))
+    return out
+
+
+__all__ = ["names", "names_of", "touched_name", "track"]

@@ -8,7 +8,7 @@ sessions, briefs and runs in one statement per table and one transaction, rather
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -53,11 +53,14 @@ def title_of(spec: dict[str, Any], default: str = "Sub-session") -> str:
     return default
 
 
-def spawn_depth(stores: Stores, run: RunRecord) -> int:
+def spawn_depth(stores: Stores, run: RunRecord, *, client_roots: Collection[str] | None = None) -> int:
     """How deep `run` sits below whoever started its tree. A tree an MCP client started with `delegate` has the
-    client's turn as its (run-less) level 0, so its stored depths are one short; this adds the missing level."""
+    client's turn as its (run-less) level 0, so its stored depths are one short; this adds the missing level.
+    `client_roots`: the client-started roots among a batch's, read already (`StartReads`)."""
     if run.id == run.root_run_id:
         client_started = run.parent_run_id is None and run.parent_tool_call_id is not None
+    elif client_roots is not None:
+        client_started = run.root_run_id in client_roots
     else:
         client_started = stores.runs.started_by_client(run.root_run_id)
     return run.depth + (1 if client_started else 0)

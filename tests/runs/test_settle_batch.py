@@ -281,10 +281,10 @@ async def test_a_run_whose_set_up_is_refused_fails_alone_among_the_starts_of_its
     h = scripted
     real = AgentExecutor._start
 
-    def start(self: AgentExecutor, run: Any) -> Any:
+    def start(self: AgentExecutor, run: Any, reads: Any) -> Any:
         if run.title.startswith("Leaf 1"):
             raise BadRequest("The system prompt is over 64 KiB.")
-        return real(self, run)
+        return real(self, run, reads)
 
     monkeypatch.setattr(AgentExecutor, "_start", start)
     async with Client(build_server(h)) as client:
