@@ -42,7 +42,7 @@ from mcp_harness.runs.resolve import (
 )
 from mcp_harness.runs.start_reads import SessionReads, StartReads
 from mcp_harness.scope import Scope
-from mcp_harness.store.run_leases import require_lease
+from mcp_harness.store.run_leases import require_leases
 from mcp_harness.verbs import delegate as delegate_verb
 from mcp_harness.verbs.base import VerbContext, VerbResult
 from mcp_harness.verbs.contracts import RETURN_RESULT_DESCRIPTION, VERBS
@@ -325,10 +325,10 @@ class AgentExecutor:
         siblings end together. Safe to run again after a rollback: what it sets on a turn it sets again."""
         h = self.services
         with h.db.transaction() as conn, settle_batch.grouped(h), h.runs.roll_ups_grouped(conn):
-            for turn, _ in replies:
-                # A replica that lost this run (it was taken over after this one was judged dead) must not add its
-                # reply to a conversation the new holder now runs: the check rolls the whole write back.
-                require_lease(conn, turn.run.id, "reply")
+            # A replica that lost one of these runs (taken over after this one was judged dead) must not add its
+            # reply to a conversation the new holder now runs: the check rolls the whole write back, and the batch
+            # run again reply by reply fails only that one. Every run here executes under this engine's lease.
+            require_leases(conn, [turn.run.id for turn, _ in replies], h.engine.owner, "reply")
             # The replies go into their sessions in one append (four statements, not four per reply).
             h.sessions.append_across_within(conn, [self._reply_event(turn, response) for turn, response in replies])
             self._settle_replies(replies)

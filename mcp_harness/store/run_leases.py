@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -90,6 +90,24 @@ def require_lease(conn: sqlite3.Connection, run_id: str, what: str) -> None:
     raise LeaseLost(f"Run {run_id} is no longer executed by this engine; its {what} was dropped.")
 
 
+def require_leases(conn: sqlite3.Connection, run_ids: Sequence[str], owner: str, what: str) -> None:
+    """`require_lease` of several runs that `owner` executes, in one read: for a batch of writes made on behalf of
+    runs other than the calling task's own (a lane batch runs in its first caller's context, where `holder` knows
+    only that caller's run). Raises `LeaseLost` naming the first run held elsewhere."""
+    if not run_ids:
+        return
+    ids = sorted(set(run_ids))  # PostgreSQL locks in id order: two batches must not lock crosswise
+    lock = " FOR UPDATE" if backend(conn) == "postgres" else ""
+    rows = conn.execute(
+        f"SELECT id, status, lease_owner FROM runs WHERE id IN ({','.join('?' * len(ids))}) ORDER BY id{lock}", ids
+    ).fetchall()
+    lost = [row for row in rows if held_elsewhere(row, owner)]
+    if lost:
+        run_id, status, holder_ = lost[0][0], lost[0][1], lost[0][2]
+        logger.warning("Run %s is %s by %s, not %s: its %s is dropped", run_id, status, holder_, owner, what)
+        raise LeaseLost(f"Run {run_id} is no longer executed by this engine; its {what} was dropped.")
+
+
 class RunLeases:
     """The lease side of `RunStore` (it supplies `db`)."""
 
@@ -152,4 +170,13 @@ class RunLeases:
         return [str(r[0]) for r in rows]
 
 
-__all__ = ["LeaseLost", "RunLeases", "executing", "held_elsewhere", "holder", "released", "require_lease"]
+__all__ = [
+    "LeaseLost",
+    "RunLeases",
+    "executing",
+    "held_elsewhere",
+    "holder",
+    "released",
+    "require_lease",
+    "require_leases",
+]

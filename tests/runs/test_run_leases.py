@@ -10,7 +10,7 @@ from mcp_harness.store import instances
 from mcp_harness.store._util import now_ms
 from mcp_harness.store.db import Database
 from mcp_harness.store.run_claims import CANDIDATES_SLACK
-from mcp_harness.store.run_leases import LeaseLost, executing
+from mcp_harness.store.run_leases import LeaseLost, executing, require_leases
 from mcp_harness.store.runs import RunStore
 from tests.runs.conftest import add
 
@@ -98,3 +98,15 @@ def test_a_claim_pass_reads_a_bounded_queue_and_a_kind_at_its_limit_starves_no_o
     assert first.id in backlog
     (workflow,) = store.claim_batch("a", {"agent": 1, "workflow": 1}, limits=limits)
     assert workflow.id == late.id, "agents at their fleet limit do not fill the pass's candidates"
+
+
+def test_a_batch_of_writes_for_several_runs_checks_every_runs_lease_at_once(db: Database, store: RunStore) -> None:
+    mine, also_mine, lost = add(store), add(store), add(store)
+    store.claim_batch("me", {"agent": 3})
+    with db.transaction() as conn:  # another engine took one over
+        conn.execute("UPDATE runs SET lease_owner = 'new' WHERE id = ?", (lost.id,))
+    with db.transaction() as conn:
+        require_leases(conn, [mine.id, also_mine.id], "me", "reply")  # all held here: nothing raised
+        with pytest.raises(LeaseLost, match=lost.id):
+            require_leases(conn, [mine.id, lost.id, also_mine.id], "me", "reply")
+        require_leases(conn, [], "me", "reply")

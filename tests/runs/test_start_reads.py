@@ -1,6 +1,7 @@
 """Runs started together (`AgentExecutor._starts`) read their state once for the batch (`StartReads`), and each
 first request is the one a start alone builds: the same log, plan block and promoted tools; a session with a call a
-restart interrupted is reconciled first and read after that write. Real SQLite and real PostgreSQL for the
+restart interrupted is reconciled first and read after that write. Replies recorded together check every run's
+lease, not only the first caller's. Real SQLite and real PostgreSQL for the
 requests; the statement count on SQLite, whose connection can be traced."""
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from typing import Any
 import pytest
 
 from mcp_harness.harness import Harness
-from mcp_harness.models.wire import ModelRequest
-from mcp_harness.runs.agent import AgentExecutor
+from mcp_harness.models.wire import ModelRequest, ModelResponse, Usage
+from mcp_harness.runs.agent import AgentExecutor, Turn
 from mcp_harness.runs.records import RunRecord
 from mcp_harness.runs.start_reads import StartReads
 from mcp_harness.store.db import Database
+from mcp_harness.store.run_leases import LeaseLost, executing
 from tests.conftest import scripted_harness
 from tests.store.pgkit import store_backend_fixture  # noqa: F401  (the store_backend fixture)
 
@@ -23,7 +25,7 @@ READS = ("FROM runs", "FROM open_calls", "FROM session_events", "FROM session_to
 """What a start read one run at a time (its status; its session's open calls, log, touched callables, plan)."""
 
 
-def _running(h: Harness, titles: list[str]) -> list[RunRecord]:
+def _running(h: Harness, titles: list[str], owner: str = "me") -> list[RunRecord]:
     """A session per title with the user's message, and its run claimed and running."""
     agent = h.agent()
     queued = []
@@ -35,8 +37,8 @@ def _running(h: Harness, titles: list[str]) -> list[RunRecord]:
                 account_id=h.account_id, title=title, origin="user", agent_id=agent.id, session_id=session.id
             ).id
         )
-    h.runs.claim_batch("me", {"agent": len(titles)}, lease_ms=60_000, exclude=set())
-    running = [h.runs.mark_running(run_id, "me") for run_id in queued]
+    h.runs.claim_batch(owner, {"agent": len(titles)}, lease_ms=60_000, exclude=set())
+    running = [h.runs.mark_running(run_id, owner) for run_id in queued]
     assert all(r is not None for r in running)
     return [r for r in running if r is not None]
 
@@ -126,5 +128,24 @@ def test_start_reads_say_which_sessions_their_starts_must_read_themselves(tmp_pa
         tool = reads.of_session(touched)
         assert tool is not None and tool.touched == {"search"} and tool.events == h.sessions.events(touched)
         assert reads.client_roots == set()  # each run is its own root
+    finally:
+        h.close()
+
+
+def test_a_batch_of_replies_checks_the_lease_of_every_run_in_it_not_only_its_first(tmp_path: Any) -> None:
+    # A lane batch runs in its first caller's context, where only that caller's run is known to be executing: the
+    # replies of the others must still be refused when another engine took their run over.
+    h = scripted_harness(tmp_path, RULES)
+    try:
+        runs = _running(h, ["first", "second", "third"], owner=h.engine.owner)
+        with h.db.transaction() as conn:
+            conn.execute("UPDATE runs SET lease_owner = 'another-engine' WHERE id = ?", (runs[1].id,))
+        agent = h.agent()
+        turns = [Turn(run=run, agent=agent, spec={}) for run in runs]
+        reply = ModelResponse(text="done", tool_calls=(), usage=Usage(input=1, output=1))
+        before = {run.id: len(h.sessions.events(run.session_id or "")) for run in runs}
+        with executing(runs[0].id, h.engine.owner), pytest.raises(LeaseLost, match=runs[1].id):
+            AgentExecutor(h)._record_replies([(turn, reply) for turn in turns])  # pyright: ignore[reportPrivateUsage]
+        assert {run.id: len(h.sessions.events(run.session_id or "")) for run in runs} == before  # none of them
     finally:
         h.close()
