@@ -438,7 +438,9 @@ class AgentExecutor:
         run parked on all of them in the same transaction (None when it did not try). Safe to run again item by
         item: a failure rolls all of it back, and a second run draws new ids."""
         h = self.services
-        with h.db.transaction():
+        with h.db.transaction() as conn:
+            # Every run's lease, not only the first caller's (whose context the batch runs in): see `_record_replies`.
+            require_leases(conn, [turn.run.id for turn, _, _ in groups], h.engine.owner, "delegation")
             writes = delegate_verb.SpawnWrites(h)
             spawned = [self._spawn_group(turn, calls, writes) for turn, calls, _ in groups]
             writes.flush()  # before parking: a call not yet logged would count as answered

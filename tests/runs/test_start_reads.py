@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcp_harness.harness import Harness
-from mcp_harness.models.wire import ModelRequest, ModelResponse, Usage
+from mcp_harness.models.wire import ModelRequest, ModelResponse, ToolCall, Usage
 from mcp_harness.runs.agent import AgentExecutor, Turn
 from mcp_harness.runs.records import RunRecord
 from mcp_harness.runs.start_reads import StartReads
@@ -147,5 +147,21 @@ def test_a_batch_of_replies_checks_the_lease_of_every_run_in_it_not_only_its_fir
         with executing(runs[0].id, h.engine.owner), pytest.raises(LeaseLost, match=runs[1].id):
             AgentExecutor(h)._record_replies([(turn, reply) for turn in turns])  # pyright: ignore[reportPrivateUsage]
         assert {run.id: len(h.sessions.events(run.session_id or "")) for run in runs} == before  # none of them
+    finally:
+        h.close()
+
+
+def test_a_batch_of_delegations_checks_the_lease_of_every_run_in_it(tmp_path: Any) -> None:
+    h = scripted_harness(tmp_path, RULES)
+    try:
+        runs = _running(h, ["first", "second"], owner=h.engine.owner)
+        with h.db.transaction() as conn:
+            conn.execute("UPDATE runs SET lease_owner = 'another-engine' WHERE id = ?", (runs[1].id,))
+        agent = h.agent()
+        call = ToolCall(id="d1", name="delegate", arguments={"brief": "a leaf"})
+        groups: list[Any] = [(Turn(run=run, agent=agent, spec={}), [call], []) for run in runs]
+        with executing(runs[0].id, h.engine.owner), pytest.raises(LeaseLost, match=runs[1].id):
+            AgentExecutor(h)._delegate_groups(groups)  # pyright: ignore[reportPrivateUsage]
+        assert [h.runs.children(run.id) for run in runs] == [[], []]  # no child spawned for either
     finally:
         h.close()
