@@ -29,7 +29,16 @@ def dump_cbor(value: Any) -> bytes | None:
 def run_record(row: sqlite3.Row) -> RunRecord:
     # Reading a row by name scans its column names each time: 34 such reads were a quarter of decoding a run, and a
     # fan-out decodes two or three runs per child. One dict of the row instead.
-    r: dict[str, Any] = dict(zip(row.keys(), row, strict=True))
+    return run_record_of(row_dict(row))
+
+
+def row_dict(row: sqlite3.Row) -> dict[str, Any]:
+    """The row's columns by name, as `run_record_of` takes them."""
+    return dict(zip(row.keys(), row, strict=True))
+
+
+def run_record_of(r: dict[str, Any]) -> RunRecord:
+    """A run's columns by name (`row_dict`, perhaps with some changed) decoded into its record."""
     return RunRecord(
         id=r["id"],
         account_id=r["account_id"],

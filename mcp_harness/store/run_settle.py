@@ -9,7 +9,6 @@ statements in the store lane, one after another, between the last leaf's reply a
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,7 @@ from mcp_harness.runs.records import TERMINAL, RunRecord
 from mcp_harness.store import dialect, run_usage
 from mcp_harness.store._util import now_ms
 from mcp_harness.store.db import Database
-from mcp_harness.store.run_claims import dump_cbor, load_cbor, run_record
+from mcp_harness.store.run_claims import dump_cbor, load_cbor, row_dict, run_record, run_record_of
 from mcp_harness.store.run_leases import held_elsewhere
 
 logger = logging.getLogger(__name__)
@@ -263,28 +262,22 @@ class RunSettle:
 def _ended(
     row: sqlite3.Row, status: str, output: Any, error: Any, delta: Mapping[str, int] | None, ts: int
 ) -> tuple[tuple[Any, ...], RunRecord]:
-    """The terminal write of `row` (the parameters of `_END`) and the record it leaves, made from the row as read
-    rather than read back: in the caller's transaction nothing else writes the row in between."""
-    before = run_record(row)
+    """The terminal write of `row` (the parameters of `_END`) and the record it leaves, decoded from the row as read
+    with that write's columns put in, rather than read back: in the caller's transaction nothing else writes the row
+    in between."""
+    r = row_dict(row)
     usage = None
     if delta is not None:  # the last reply's tokens, added in this same write (see `settle`)
-        current = before.usage or {}
-        usage = {**current, **plus(tokens(current), delta)}
-    out, err, used = dump_cbor(output), dump_cbor(error), None if usage is None else dump_cbor(usage)
-    record = dataclasses.replace(
-        before,
-        status=status,  # pyright: ignore[reportArgumentType]
-        output=before.output if out is None else load_cbor(out),  # as a read back would decode it
-        error=load_cbor(err),
-        wait=None,
-        not_before=None,
-        lease_owner=None,
-        lease_expires_at=None,
-        finished_at=ts,
-        updated_at=ts,
-        usage=before.usage if used is None else load_cbor(used),
-    )
-    return (status, out, err, ts, ts, used, row["id"]), record
+        current = load_cbor(r["usage_cbor"]) or {}
+        usage = dump_cbor({**current, **plus(tokens(current), delta)})
+    out, err = dump_cbor(output), dump_cbor(error)
+    r.update(status=status, error_cbor=err, wait_cbor=None, not_before=None, lease_owner=None, lease_expires_at=None)
+    r.update(finished_at=ts, updated_at=ts)
+    if out is not None:  # COALESCE(?, output_cbor)
+        r["output_cbor"] = out
+    if usage is not None:  # COALESCE(?, usage_cbor)
+        r["usage_cbor"] = usage
+    return (status, out, err, ts, ts, usage, row["id"]), run_record_of(r)
 
 
 def _rolled_up(conn: sqlite3.Connection, done: RunRecord) -> None:
