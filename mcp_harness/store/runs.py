@@ -31,6 +31,8 @@ from mcp_harness.store.run_settle import RunSettle, locked
 logger = logging.getLogger(__name__)
 
 _LIVE_SQL = "('queued', 'claimed', 'running', 'waiting')"
+_KINDS, _ORIGINS, _QUEUES = get_args(RunKind), get_args(RunOrigin), get_args(RunQueue)
+"""What `enqueue` accepts, read off the literals once (a fan-out's spawn checks a hundred runs)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -101,9 +103,9 @@ class RunStore(RunClaims, RunLeases, RunSettle):
         clean = title.strip()
         if not clean:
             raise BadRequest("A run needs a non-empty title.")
-        _check("kind", kind, get_args(RunKind))
-        _check("origin", origin, get_args(RunOrigin))
-        _check("queue", queue, get_args(RunQueue))
+        _check("kind", kind, _KINDS)
+        _check("origin", origin, _ORIGINS)
+        _check("queue", queue, _QUEUES)
         if max_attempts < 1:
             raise BadRequest(f"max_attempts must be at least 1, not {max_attempts}.")
         rid = run_id or new_id()
@@ -163,9 +165,9 @@ class RunStore(RunClaims, RunLeases, RunSettle):
         for run in new:
             if not run.title.strip():
                 raise BadRequest("A run needs a non-empty title.")
-            _check("kind", run.kind, get_args(RunKind))
-            _check("origin", run.origin, get_args(RunOrigin))
-            _check("queue", run.queue, get_args(RunQueue))
+            _check("kind", run.kind, _KINDS)
+            _check("origin", run.origin, _ORIGINS)
+            _check("queue", run.queue, _QUEUES)
             if run.max_attempts < 1:
                 raise BadRequest(f"max_attempts must be at least 1, not {run.max_attempts}.")
         if not new:
