@@ -36,13 +36,17 @@ def on_run_terminal(host: FireHost, runs: Sequence[RunRecord]) -> None:
     Runs ending together (a fan-out's leaves) read their account's enabled triggers once, not once each."""
     enabled: dict[str, list[TriggerRecord]] = {}
     for run in runs:
-        if run.trigger_firing_id is not None:
-            with host.db.transaction():
-                settle_firing(host, run)
-        if run.account_id not in enabled:
-            enabled[run.account_id] = host.triggers.enabled_of_type(run.account_id, "run-completed")
-        if _fire_for(host, enabled[run.account_id], run):
-            del enabled[run.account_id]  # a firing may change what is enabled: the next run reads again
+        try:
+            if run.trigger_firing_id is not None:
+                with host.db.transaction():
+                    settle_firing(host, run)
+            if run.account_id not in enabled:
+                enabled[run.account_id] = host.triggers.enabled_of_type(run.account_id, "run-completed")
+            if _fire_for(host, enabled[run.account_id], run):
+                enabled.pop(run.account_id)  # a firing may change what is enabled: the next run reads again
+        except Exception:  # one run's failure leaves the others' firings (and every terminal commit) standing
+            logger.exception("The run-completed triggers of run %s failed", run.id)
+            enabled.pop(run.account_id, None)
 
 
 def _fire_for(host: FireHost, triggers: list[TriggerRecord], run: RunRecord) -> bool:

@@ -16,6 +16,7 @@ from mcp_harness.binding import SessionBinding
 from mcp_harness.harness import Harness
 from mcp_harness.runs.records import RunRecord
 from mcp_harness.store.triggers import TriggerRecord
+from mcp_harness.triggers import chain
 from mcp_harness.triggers.chain import matches, on_run_terminal
 from mcp_harness.triggers.fire import CONTEXT_NOTE, fire
 from tests.conftest import scripted_harness
@@ -250,3 +251,24 @@ def test_runs_ending_together_read_the_enabled_triggers_once_until_one_fires(
     (firing,) = firings(harness, watch)
     assert firing.activity is not None and firing.activity["runId"] == ended[2].id
     assert reads == ["run-completed"] * 2  # once for the first three; again after the firing, which may change them
+
+
+def test_one_runs_failure_in_a_batch_leaves_the_others_firings(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    watch = save_trigger(harness, "watch", {"type": "run-completed", "titleMatch": "report"}, now=1, prompt="Look.")
+    ended = [dataclasses.replace(start_run(harness, t), status="succeeded") for t in ("broken", "the report")]
+    ended[0] = dataclasses.replace(ended[0], trigger_firing_id="firing-that-breaks")
+    real = chain.settle_firing
+
+    def settle_firing(host: Any, run: RunRecord) -> None:
+        if run.trigger_firing_id == "firing-that-breaks":
+            raise RuntimeError("the firing's row is unreadable")
+        real(host, run)
+
+    monkeypatch.setattr(chain, "settle_firing", settle_firing)
+    with caplog.at_level("ERROR", logger="mcp_harness.triggers.chain"), harness.db.transaction():
+        on_run_terminal(harness, ended)
+    (firing,) = firings(harness, watch)
+    assert firing.activity is not None and firing.activity["runId"] == ended[1].id
+    assert f"The run-completed triggers of run {ended[0].id} failed" in caplog.text
