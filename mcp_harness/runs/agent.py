@@ -319,8 +319,9 @@ class AgentExecutor:
         one trip and one transaction (usage accumulates on the run, HARNESS §8).
 
         A reply that calls nothing, with nothing owed, ends its run: its success commits in the same transaction
-        (`RunEngine.settle_now`), and with it the result's delivery to the parent (`settled`), so the run's last
-        write is its terminal commit and a crash cannot land between the two. The deliveries and usage roll-ups of
+        (`RunEngine.settle_now_many`: the batch's ending runs in one read and one write), and with it the result's
+        delivery to the parent (`settled`), so the run's last write is its terminal commit and a crash cannot land
+        between the two. The deliveries and usage roll-ups of
         runs ending in one batch are made once per parent at its end (`settle_batch`, `roll_ups_grouped`): a fan-out's
         siblings end together. Safe to run again after a rollback: what it sets on a turn it sets again."""
         h = self.services
