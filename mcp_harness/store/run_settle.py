@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from mcp_harness.errors import NotFound
-from mcp_harness.runs.outcomes import Canceled, Outcome, Parked, Succeeded
+from mcp_harness.runs.outcomes import Canceled, Failed, Outcome, Parked, Succeeded
 from mcp_harness.runs.policy import park_wake_at, plus, retry_delay_ms, tokens, usage_delta
 from mcp_harness.runs.records import TERMINAL, RunRecord
 from mcp_harness.store import dialect, run_usage
@@ -131,11 +131,9 @@ class RunSettle:
         ending: list[tuple[int, sqlite3.Row, str, Any, Mapping[str, int] | None]] = []
         for i, (run_id, outcome, usage) in enumerate(items):
             row = rows[run_id]
-            if isinstance(outcome, Succeeded | Canceled) and row["status"] not in TERMINAL:
-                if owner is None or not held_elsewhere(row, owner):
-                    status = "succeeded" if isinstance(outcome, Succeeded) else "canceled"
-                    ending.append((i, row, status, outcome.output, usage_delta(usage) if usage else None))
-                    continue
+            if (end := _ending(row, outcome, owner)) is not None:
+                ending.append((i, row, *end, usage_delta(usage) if usage else None))
+                continue
             settled[i] = self._settle_row(
                 conn, row, outcome, usage, owner, retry_base_ms=retry_base_ms, retry_cap_ms=retry_cap_ms
             )
@@ -160,11 +158,12 @@ class RunSettle:
         retry_cap_ms: int | None,
     ) -> tuple[RunRecord, bool]:
         run_id = row["id"]
-        lost = owner is not None and held_elsewhere(row, owner)
         delta = usage_delta(usage) if usage else None
-        if delta is not None and (lost or row["status"] in TERMINAL or not isinstance(outcome, Succeeded | Canceled)):
-            row = self._add_usage(conn, row, delta)  # not a terminal write of ours: the usage goes on its own
-            delta = None
+        if (end := _ending(row, outcome, owner)) is not None:
+            return self._terminal(conn, row, end[0], output=end[1], delta=delta), True
+        if delta is not None:  # not a terminal write of ours: the usage goes on its own
+            row = self._add_usage(conn, row, delta)
+        lost = owner is not None and held_elsewhere(row, owner)
         if row["status"] in TERMINAL:
             return run_record(row), False
         if lost:  # another engine took the run over: it decides now
@@ -177,10 +176,7 @@ class RunSettle:
                 # parking again would lose that wake-up.
                 return run_record(row), False
             return self._park(conn, row, outcome.wait), False
-        if isinstance(outcome, Succeeded):
-            return self._terminal(conn, row, "succeeded", output=outcome.output, delta=delta), True
-        if isinstance(outcome, Canceled):
-            return self._terminal(conn, row, "canceled", output=outcome.output, delta=delta), True
+        assert isinstance(outcome, Failed)  # a success or cancel either ended the run above or met a row not ours
         error = outcome.to_error()
         if outcome.retryable and row["attempt"] < row["max_attempts"]:
             ts = now_ms()
@@ -257,6 +253,16 @@ class RunSettle:
         """Inside, in `conn`'s open transaction: terminal commits hold their roll-up into the parent's usage, and at
         the end each parent gets one, of all its children's (`run_usage.grouped`)."""
         return run_usage.grouped(conn)
+
+
+def _ending(row: sqlite3.Row, outcome: Outcome, owner: str | None) -> tuple[str, Any] | None:
+    """The status and output `outcome` ends the run with in a terminal write of ours: a success or cancel of a live
+    row that no other engine holds. None otherwise (a failure, a park, a terminal row, a run taken over)."""
+    if not isinstance(outcome, Succeeded | Canceled) or row["status"] in TERMINAL:
+        return None
+    if owner is not None and held_elsewhere(row, owner):
+        return None
+    return ("succeeded" if isinstance(outcome, Succeeded) else "canceled"), outcome.output
 
 
 def _ended(
