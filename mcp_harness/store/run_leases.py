@@ -80,14 +80,8 @@ def require_lease(conn: sqlite3.Connection, run_id: str, what: str) -> None:
     keeps the check and the write together on SQLite; on PostgreSQL claims do not take that lock, so the check locks
     the row (a claim in flight is waited for and seen, a later one skips the row until this write commits)."""
     owner = holder(run_id)
-    if owner is None:
-        return
-    lock = " FOR UPDATE" if backend(conn) == "postgres" else ""
-    row = conn.execute(f"SELECT status, lease_owner FROM runs WHERE id = ?{lock}", (run_id,)).fetchone()
-    if row is None or not held_elsewhere(row, owner):
-        return
-    logger.warning("Run %s is %s by %s, not %s: its %s is dropped", run_id, row[0], row[1], owner, what)
-    raise LeaseLost(f"Run {run_id} is no longer executed by this engine; its {what} was dropped.")
+    if owner is not None:
+        require_leases(conn, [run_id], owner, what)
 
 
 def require_leases(conn: sqlite3.Connection, run_ids: Sequence[str], owner: str, what: str) -> None:
@@ -101,11 +95,11 @@ def require_leases(conn: sqlite3.Connection, run_ids: Sequence[str], owner: str,
     rows = conn.execute(
         f"SELECT id, status, lease_owner FROM runs WHERE id IN ({','.join('?' * len(ids))}) ORDER BY id{lock}", ids
     ).fetchall()
-    lost = [row for row in rows if held_elsewhere(row, owner)]
-    if lost:
-        run_id, status, holder_ = lost[0][0], lost[0][1], lost[0][2]
-        logger.warning("Run %s is %s by %s, not %s: its %s is dropped", run_id, status, holder_, owner, what)
-        raise LeaseLost(f"Run {run_id} is no longer executed by this engine; its {what} was dropped.")
+    for row in rows:
+        if held_elsewhere(row, owner):
+            run_id, status, held_by = row
+            logger.warning("Run %s is %s by %s, not %s: its %s is dropped", run_id, status, held_by, owner, what)
+            raise LeaseLost(f"Run {run_id} is no longer executed by this engine; its {what} was dropped.")
 
 
 class RunLeases:
