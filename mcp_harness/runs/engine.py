@@ -373,29 +373,21 @@ class RunEngine:
         """Commit an outcome (and `usage`, see `RunStore.settle`), with the executor's terminal effects in the same
         transaction. `owner`: an execution's own outcome, dropped if the lease is no longer ours. Blocking."""
         with self.store.db.transaction() as conn:
-            return self._settle_in(conn, run_id, outcome, usage, owner)
+            return self._settle_in(conn, [(run_id, outcome, usage)], owner)[0]
 
     def _settle_in(
-        self,
-        conn: sqlite3.Connection,
-        run_id: str,
-        outcome: Outcome,
-        usage: Mapping[str, Any] | None,
-        owner: str | None = None,
-    ) -> tuple[RunRecord, bool]:
-        """`_settle` in the caller's open transaction, without a savepoint of its own."""
-        record, done = self.store.settle_within(
-            conn,
-            run_id,
-            outcome,
-            retry_base_ms=self.retry_base_ms,
-            retry_cap_ms=self.retry_cap_ms,
-            usage=usage,
-            owner=owner,
+        self, conn: sqlite3.Connection, items: Sequence[Settlement], owner: str | None
+    ) -> list[tuple[RunRecord, bool]]:
+        """`_settle` of several runs in the caller's open transaction, without a savepoint of its own (rows read and
+        written in one statement each, `RunStore.settle_many_within`); the terminal hooks called once with all the
+        runs it ended."""
+        settled = self.store.settle_many_within(
+            conn, items, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms, owner=owner
         )
-        if done:
-            self._terminal_effects([record])
-        return record, done
+        ended = [record for record, done in settled if done]
+        if ended:
+            self._terminal_effects(ended)
+        return settled
 
     def _terminal_effects(self, records: Sequence[RunRecord]) -> None:
         with run_leases.released():  # the effects write to the runs just ended (their plan, say): no lease to check
@@ -433,28 +425,11 @@ class RunEngine:
         the hooks fire as usual. A cancel already requested makes it `Canceled`, as it would have been at the end.
         None (nothing done) when the run is not executing in this engine. Blocking.
         """
-        slot = self._running.get(run_id)
-        if slot is None:
-            return None
-        if slot.scope.cancel_called:
-            outcome = Canceled()
-        with self.store.db.reading() as conn:
-            # In the caller's transaction no savepoint of its own: a failure here fails the caller's whole write.
-            if conn.in_transaction:
-                record, done = self._settle_in(conn, run_id, outcome, usage, self.owner)
-            else:
-                record, done = self._settle(run_id, outcome, usage, self.owner)
-
-        def committed() -> None:
-            slot.settled = (record, done)
-
-        self.store.db.after_commit(committed)
-        return record
+        return self.settle_now_many([(run_id, outcome, usage)])[0]
 
     def settle_now_many(self, items: Sequence[Settlement]) -> list[RunRecord | None]:
-        """`settle_now` of several runs ending together (a fan-out's leaves replying in one batch), in the caller's
-        open transaction: their rows read and written in one statement each (`RunStore.settle_many_within`), the
-        terminal hooks called once with all of them. None for a run not executing in this engine. Blocking."""
+        """`settle_now` of several runs ending together (a fan-out's leaves replying in one batch): their rows read
+        and written in one statement each, the terminal hooks called once with all of them."""
         slots = [self._running.get(run_id) for run_id, _, _ in items]
         chosen = [
             (run_id, Canceled() if slot.scope.cancel_called else outcome, usage)
@@ -464,14 +439,12 @@ class RunEngine:
         if not chosen:
             return [None] * len(items)
         with self.store.db.reading() as conn:
-            if not conn.in_transaction:
-                raise RuntimeError("settle_now_many needs the caller's open transaction.")
-            settled = self.store.settle_many_within(
-                conn, chosen, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms, owner=self.owner
-            )
-            ended = [record for record, done in settled if done]
-            if ended:
-                self._terminal_effects(ended)
+            # In the caller's transaction no savepoint of its own: a failure here fails the caller's whole write.
+            if conn.in_transaction:
+                settled = self._settle_in(conn, chosen, self.owner)
+            else:
+                with self.store.db.transaction() as own:
+                    settled = self._settle_in(own, chosen, self.owner)
         live = [slot for slot in slots if slot is not None]
 
         def committed() -> None:
