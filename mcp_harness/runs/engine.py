@@ -1,6 +1,7 @@
 """The run engine: a pump that claims due runs within concurrency bounds and executes each in its own task.
 
-Executors decide what a run does; the engine decides when, how many at once, and what becomes of the outcome.
+Executors decide what a run does; the engine decides when, how many at once, and what becomes of the outcome (its
+terminal commit and the effects that land with it: `engine_settle.py`).
 Durable state lives in `RunStore`; the engine's memory holds only what executes right now. A crash or a cancelled
 `serve()` therefore leaves runs 'running' in the database, and the next boot sweep requeues them — shutdown and
 crash recovery are the same path. The engine is an instance (`store/instances.py`) whose id is the lease owner of
@@ -24,6 +25,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 
 from mcp_harness.errors import HarnessError
+from mcp_harness.runs.engine_settle import EngineSettle, Slot
 from mcp_harness.runs.lane import StoreLane
 from mcp_harness.runs.outcomes import Canceled, Failed, Outcome
 from mcp_harness.runs.policy import RETRY_BASE_MS, RETRY_CAP_MS
@@ -33,7 +35,6 @@ from mcp_harness.store._util import new_id, now_ms
 
 if TYPE_CHECKING:
     from mcp_harness.runs.records import RunRecord
-    from mcp_harness.store.run_settle import Settlement
     from mcp_harness.store.runs import RunStore
 
 logger = logging.getLogger(__name__)
@@ -76,21 +77,13 @@ live instances (`store/instances.py`): for the work of dead ones that is not a r
 
 
 @dataclass(eq=False, slots=True)
-class _Slot:
-    kind: str
-    scope: anyio.CancelScope
-    settled: tuple[RunRecord, bool] | None = None
-    """Set (once committed) when the executor committed its outcome itself with `settle_now`."""
-
-
-@dataclass(eq=False, slots=True)
 class _Waiter:
     event: anyio.Event
     record: RunRecord | None = None
     """The terminal row, handed over by `_finished` so the waiter need not read it again."""
 
 
-class RunEngine:
+class RunEngine(EngineSettle):
     """Dispatches queued runs to executors: bounded, one live turn per session, interactive first."""
 
     def __init__(
@@ -126,7 +119,7 @@ class RunEngine:
         savepoints of its own (`db.transaction()`), so what it raises leaves nothing of it half done; the failure is
         logged and the terminal commit stands. (Most terminal commits find no trigger to fire: a savepoint the engine
         put around every hook cost them two statements each.)"""
-        self._running: dict[str, _Slot] = {}
+        self._running: dict[str, Slot] = {}
         self._waiters: dict[str, list[_Waiter]] = {}
         # Claiming and cancelling take turns, so a run cancel_tree reports as claimed is always in `_running`.
         self._lock = anyio.Lock()
@@ -277,7 +270,7 @@ class RunEngine:
             free = {kind: limit - self._count(kind) for kind, limit in self.limits.items()}
             claimed, due = await self.offload(self._dispatch, free, set(self._running), first=True)
             for run in claimed:
-                slot = _Slot(kind=run.kind, scope=anyio.CancelScope())
+                slot = Slot(kind=run.kind, scope=anyio.CancelScope())
                 self._running[run.id] = slot
                 tg.start_soon(self._execute, run, slot, name=f"run {run.id}")
         wait_ms = None if due is None else due - now_ms()
@@ -312,7 +305,7 @@ class RunEngine:
 
     # -- executing ---------------------------------------------------------------------------------------------
 
-    async def _execute(self, run: RunRecord, slot: _Slot) -> None:
+    async def _execute(self, run: RunRecord, slot: Slot) -> None:
         _current_run.set(run.id)
         outcome: Outcome | None = None
         try:
@@ -325,7 +318,7 @@ class RunEngine:
             with anyio.CancelScope(shield=True):
                 await self._conclude(run, slot, outcome)
 
-    async def _conclude(self, run: RunRecord, slot: _Slot, outcome: Outcome | None) -> None:
+    async def _conclude(self, run: RunRecord, slot: Slot, outcome: Outcome | None) -> None:
         try:
             settled = slot.settled
             if settled is not None:
@@ -343,7 +336,7 @@ class RunEngine:
                 del self._running[run.id]
                 self.wake()
 
-    async def _outcome(self, run: RunRecord, slot: _Slot) -> Outcome | None:
+    async def _outcome(self, run: RunRecord, slot: Slot) -> Outcome | None:
         """Execute the run inside its own cancel scope. None when the row stopped being ours before it started."""
         outcome: Outcome | None = None
         with slot.scope:
@@ -366,94 +359,6 @@ class RunEngine:
         if slot.scope.cancel_called:
             return Canceled()
         return outcome
-
-    def _settle(
-        self, run_id: str, outcome: Outcome, usage: Mapping[str, Any] | None = None, owner: str | None = None
-    ) -> tuple[RunRecord, bool]:
-        """Commit an outcome (and `usage`, see `RunStore.settle`), with the executor's terminal effects in the same
-        transaction. `owner`: an execution's own outcome, dropped if the lease is no longer ours. Blocking."""
-        with self.store.db.transaction() as conn:
-            return self._settle_in(conn, [(run_id, outcome, usage)], owner)[0]
-
-    def _settle_in(
-        self, conn: sqlite3.Connection, items: Sequence[Settlement], owner: str | None
-    ) -> list[tuple[RunRecord, bool]]:
-        """`_settle` of several runs in the caller's open transaction, without a savepoint of its own (rows read and
-        written in one statement each, `RunStore.settle_many_within`); the terminal hooks called once with all the
-        runs it ended."""
-        settled = self.store.settle_many_within(
-            conn, items, retry_base_ms=self.retry_base_ms, retry_cap_ms=self.retry_cap_ms, owner=owner
-        )
-        ended = [record for record, done in settled if done]
-        if ended:
-            self._terminal_effects(ended)
-        return settled
-
-    def _terminal_effects(self, records: Sequence[RunRecord]) -> None:
-        with run_leases.released():  # the effects write to the runs just ended (their plan, say): no lease to check
-            self._terminal_effects_of(records)
-
-    def _terminal_effects_of(self, records: Sequence[RunRecord]) -> None:
-        for hook in self.on_terminal:
-            try:
-                hook(records)  # its writes under savepoints of its own (see `on_terminal`)
-            except Exception:  # the terminal commits stand without what this hook would have added
-                logger.exception("A terminal hook failed for run %s", ", ".join(r.id for r in records))
-        for record in records:
-            executor = self.executors.get(record.kind)
-            settled = getattr(executor, "settled", None)
-            if settled is None:
-                continue
-            try:
-                if getattr(executor, "settles_atomically", False):
-                    settled(record)
-                else:
-                    with self.store.db.transaction():
-                        settled(record)
-            except Exception:  # the terminal commit stands; the boot reconciliation redoes what was lost
-                logger.exception("The terminal effects of run %s failed", record.id)
-
-    def applies_terminal_effects(self, kind: str) -> bool:
-        """Whether terminal commits of `kind` runs carry their executor's effects (see `Executor`)."""
-        return getattr(self.executors.get(kind), "settled", None) is not None
-
-    def settle_now(self, run_id: str, outcome: Outcome, *, usage: Mapping[str, Any] | None = None) -> RunRecord | None:
-        """For a run's executor, inside one of its own `offload` calls: commit the run's outcome now, in the
-        caller's transaction, so the run's last write and its terminal commit are one commit (and one trip).
-        `usage` (its last reply's tokens) is added in the same write, even when the outcome is discarded.
-        Once that commits, the engine records nothing more for this execution, whatever the executor then returns;
-        the hooks fire as usual. A cancel already requested makes it `Canceled`, as it would have been at the end.
-        None (nothing done) when the run is not executing in this engine. Blocking.
-        """
-        return self.settle_now_many([(run_id, outcome, usage)])[0]
-
-    def settle_now_many(self, items: Sequence[Settlement]) -> list[RunRecord | None]:
-        """`settle_now` of several runs ending together (a fan-out's leaves replying in one batch): their rows read
-        and written in one statement each, the terminal hooks called once with all of them."""
-        slots = [self._running.get(run_id) for run_id, _, _ in items]
-        chosen = [
-            (run_id, Canceled() if slot.scope.cancel_called else outcome, usage)
-            for (run_id, outcome, usage), slot in zip(items, slots, strict=True)
-            if slot is not None
-        ]
-        if not chosen:
-            return [None] * len(items)
-        with self.store.db.reading() as conn:
-            # In the caller's transaction no savepoint of its own: a failure here fails the caller's whole write.
-            if conn.in_transaction:
-                settled = self._settle_in(conn, chosen, self.owner)
-            else:
-                with self.store.db.transaction() as own:
-                    settled = self._settle_in(own, chosen, self.owner)
-        live = [slot for slot in slots if slot is not None]
-
-        def committed() -> None:
-            for slot, pair in zip(live, settled, strict=True):
-                slot.settled = pair
-
-        self.store.db.after_commit(committed)
-        answers = iter(record for record, _ in settled)
-        return [None if slot is None else next(answers) for slot in slots]
 
     async def _finished(self, record: RunRecord) -> None:
         """Fire the hooks for a terminal commit, then release `wait_for` callers (so they see the hooks' effects)."""
