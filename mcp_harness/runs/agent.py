@@ -43,6 +43,7 @@ from mcp_harness.runs.resolve import (
 from mcp_harness.runs.start_reads import SessionReads, StartReads
 from mcp_harness.scope import Scope
 from mcp_harness.store.run_leases import require_leases
+from mcp_harness.store.run_settle import Settlement
 from mcp_harness.verbs import delegate as delegate_verb
 from mcp_harness.verbs.base import VerbContext, VerbResult
 from mcp_harness.verbs.contracts import RETURN_RESULT_DESCRIPTION, VERBS
@@ -352,7 +353,7 @@ class AgentExecutor:
         h = self.services
         quiet = [turn.run.session_id for turn, response in replies if not response.tool_calls]
         plans = h.sessions.plans_of([s for s in quiet if s is not None])
-        ending: list[tuple[str, Outcome, dict[str, int] | None]] = []
+        ending: list[Settlement] = []
         for turn, response in replies:
             usage = response.usage.to_json()
             spent = usage if any(usage.values()) else None
